@@ -1,0 +1,1 @@
+"""The log side of logwarden: ingest → parse → mine → detect → postprocess → store → export."""

@@ -1,0 +1,58 @@
+"""One `Settings` object, read from environment variables (`LOGWARDEN_*`) and an optional
+`logwarden.toml`/`.env`; CLI options override it. Nothing else reads the environment."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "logwarden"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOGWARDEN_", env_file=".env", extra="ignore")
+
+    home: Path = Field(default_factory=_default_home, description="Data dir: database, model cache.")
+    db: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite:///<home>/logwarden.db")
+
+    # engine
+    model: str = "embedded"
+    adapter: str | None = None  # None = the default for the model ("none" disables)
+    quant: str = "auto"
+    threads: int | None = None  # CPU threads for torch; None = torch's default
+    max_batch: int = 8
+    max_new_tokens: int = 256
+
+    # windowing / prompt
+    window_max_lines: int = 2000
+    window_max_gap_s: float = 300.0
+    prompt_token_budget: int = 700
+
+    # watcher
+    watch_max_batch: int = 500
+    watch_max_delay_ms: int = 2000
+    watch_partial_line_timeout_s: float = 5.0
+
+    ui_password: str | None = None
+
+    @property
+    def db_url(self) -> str:
+        if self.db:
+            return self.db
+        return f"sqlite:///{self.home / 'logwarden.db'}"
+
+    @property
+    def model_cache(self) -> Path:
+        return self.home / "models"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,32 @@
+"""Domain exceptions. Deep code raises these with a message that says how to fix the problem;
+the CLI prints the message and exits non-zero (no traceback for expected failures)."""
+
+
+class LogwardenError(Exception):
+    """Base class: an expected failure with a user-facing message."""
+
+    exit_code = 1
+
+
+class InputError(LogwardenError):
+    """A path, file or argument the user gave cannot be used."""
+
+    exit_code = 2
+
+
+class ConfigError(LogwardenError):
+    """Bad configuration (settings, env vars, options)."""
+
+    exit_code = 2
+
+
+class ModelError(LogwardenError):
+    """The model is missing, corrupt (hash mismatch) or failed to load/generate."""
+
+
+class EngineTimeout(ModelError):
+    """Generation took longer than allowed."""
+
+
+class StoreError(LogwardenError):
+    """The database cannot be opened, migrated or written."""

@@ -1,0 +1,106 @@
+"""`RiskRecord`: what is stored, reviewed and exported, plus its parts.
+
+A record's id is deterministic (source, inode, line span, prompt and schema version), so analysing
+the same lines twice upserts the same row instead of adding a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from logwarden.schemas.assessment import SCHEMA_VERSION, Category, RiskLevel
+
+LIST_MAX = 50
+STORED_TEXT_MAX = 4000
+
+DecidedBy = Literal["rules", "llm", "rules+llm"]
+Status = Literal["new", "confirmed", "false_positive", "resolved"]
+STATUSES: tuple[str, ...] = ("new", "confirmed", "false_positive", "resolved")
+
+RISK_SCORES = {"info": 10, "low": 30, "medium": 55, "high": 80, "critical": 95}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Technique(_Strict):
+    id: str = Field(pattern=r"^T[0-9]{4}([.][0-9]{3})?$")
+    name: str = Field(default="", max_length=200)
+    tactic: str = Field(default="", max_length=100)
+
+
+class Indicators(_Strict):
+    """Deterministically extracted (regex), never written by the model."""
+
+    ips: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    users: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    hosts: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    urls: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    domains: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    hashes: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    processes: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+
+
+class ExemplarLine(_Strict):
+    line_no: int = Field(ge=1)
+    text: str = Field(max_length=STORED_TEXT_MAX)
+
+
+class Evidence(_Strict):
+    line_numbers: list[int] = Field(default_factory=list)
+    exemplars: list[ExemplarLine] = Field(default_factory=list, max_length=LIST_MAX)
+    template_ids: list[int] = Field(default_factory=list)
+
+
+class RiskRecord(_Strict):
+    id: str
+    source: str
+    inode: int = 0
+    host: str | None = None
+    line_start: int = Field(ge=1)
+    line_end: int = Field(ge=1)
+    first_ts: datetime | None = None
+    last_ts: datetime | None = None
+    line_count: int = Field(ge=0)
+    risk_level: RiskLevel
+    risk_score: int = Field(ge=0, le=100)
+    category: Category
+    techniques: list[Technique] = Field(default_factory=list, max_length=LIST_MAX)
+    indicators: Indicators = Field(default_factory=Indicators)
+    anomaly: str = Field(max_length=STORED_TEXT_MAX)
+    trace: str = Field(max_length=STORED_TEXT_MAX)
+    recommendation: str = Field(max_length=STORED_TEXT_MAX)
+    evidence: Evidence = Field(default_factory=Evidence)
+    detections: list[str] = Field(default_factory=list)
+    decided_by: DecidedBy
+    model: str | None = None
+    adapter: str | None = None
+    prompt_version: str
+    schema_version: str = SCHEMA_VERSION
+    status: Status = "new"
+    analyst_note: str | None = None
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    run_id: str | None = None
+    raw_model_output: str | None = None
+    engine_stats: dict[str, Any] | None = None
+    llm_error: str | None = None
+
+
+def record_id(*, source: str, inode: int, line_start: int, line_end: int, prompt_version: str,
+              schema_version: str = SCHEMA_VERSION, discriminator: str = "") -> str:
+    """Deterministic id: the same lines analysed with the same prompt/schema give the same id.
+
+    `discriminator` separates several records of one window (e.g. one per category).
+    """
+    key = "\x1f".join(map(str, (source, inode, line_start, line_end, prompt_version, schema_version,
+                                 discriminator)))
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def risk_score(level: str) -> int:
+    return RISK_SCORES[level]
