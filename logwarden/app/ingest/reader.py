@@ -1,0 +1,238 @@
+"""Reading one file or stream into `LogLine`s with byte offsets a reader can resume from.
+
+Owns: opening (plain, gzip, bzip2, xz: chosen by magic bytes, not by name), sniffing binary
+content, splitting on `\\n` in large binary reads, decoding UTF-8 without dropping a line,
+truncating overlong lines with a visible marker, and reporting damage as `ErrorRow`s.
+Offsets of compressed files are offsets in the decompressed stream. It knows nothing about
+log formats or where offsets are persisted.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import logging
+import lzma
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from logwarden.app.models import ErrorRow, LogLine
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LINE_BYTES = 65536
+SNIFF_BYTES = 8192
+_SKIP_CHUNK = 1 << 20
+_OPENERS = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
+# Errors a damaged compressed stream raises mid-read (BadGzipFile is an OSError).
+_STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
+# Bytes that never occur in text logs; \t \n \r \f \b and ESC (ANSI colours) do.
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\b\x1b") + b"\x7f"
+
+
+def sniff_binary(sample: bytes) -> bool:
+    """True when `sample` (a file's first bytes) is not text: many NULs, control or invalid bytes.
+
+    A sample that is only NULs is text: a log pre-allocated or padded after a crash.
+    """
+    if not sample or not sample.strip(b"\x00"):
+        return False
+    control = len(sample) - len(sample.translate(None, _CONTROL))
+    invalid = sample.decode("utf-8", "replace").count("\ufffd")
+    return (control + invalid) / len(sample) > 0.30
+
+
+def read_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+               final_partial: bool = True) -> Iterator[LogLine | ErrorRow]:
+    """Yield the lines of `path` from `start_offset` (numbered from `start_line`).
+
+    `final_partial=False` stops before an unterminated last line (for tailers; see
+    `read_complete_lines`, which also tells where it stopped). Never raises for unreadable,
+    binary or damaged files: those become `ErrorRow`s (stage "ingest").
+    """
+    return iter(TailRead(path, start_offset=start_offset, start_line=start_line,
+                         max_line_bytes=max_line_bytes, final_partial=final_partial))
+
+
+def read_complete_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
+                        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> TailRead:
+    """Only newline-terminated lines; after iterating, `.end_offset`/`.next_line_no` say where
+    to resume (the start of the unterminated last line, if any)."""
+    return TailRead(path, start_offset=start_offset, start_line=start_line,
+                    max_line_bytes=max_line_bytes, final_partial=False)
+
+
+def read_stream(stream: BinaryIO, *, source: str = "<stdin>",
+                max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[LogLine]:
+    """Lines of an already open binary stream (stdin); inode 0, offsets from the stream start."""
+    reader = _LineSplitter(stream, offset=0, line_no=1, max_line_bytes=max_line_bytes)
+    for offset, line_no, text, dropped, _ in reader:
+        yield _log_line(source, 0, offset, line_no, text, dropped)
+
+
+class TailRead:
+    """An iterable read of one file that records how far it got.
+
+    `end_offset` is the byte offset just after the last yielded line and `next_line_no` the
+    number the next line will get: exactly what a tailer persists to resume without loss or dup.
+    """
+
+    def __init__(self, path: Path, *, start_offset: int = 0, start_line: int = 1,
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, final_partial: bool = True):
+        self.path = Path(path)
+        self.source = str(path)
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.next_line_no = start_line
+        self.max_line_bytes = max_line_bytes
+        self.final_partial = final_partial
+        self.inode = 0
+
+    def __iter__(self) -> Iterator[LogLine | ErrorRow]:
+        try:
+            raw = open(self.path, "rb")  # noqa: SIM115 - closed below, also when damaged
+        except OSError as exc:
+            yield self._error(None, _open_failure(exc))
+            return
+        with raw:
+            try:
+                stream = _decompressing(raw)
+            except OSError as exc:
+                yield self._error(None, f"cannot read ({exc.strerror or exc})")
+                return
+            try:
+                yield from self._read(stream)
+            finally:
+                stream.close()  # a decompressor leaves `raw` open; `with raw` closes it
+
+    def _read(self, stream: BinaryIO) -> Iterator[LogLine | ErrorRow]:
+        self.inode = _inode(stream)
+        problem = self._check_content(stream)
+        if problem is not None:
+            yield problem
+            return
+        splitter = _LineSplitter(stream, offset=self.start_offset, line_no=self.next_line_no,
+                                 max_line_bytes=self.max_line_bytes)
+        try:
+            yield from self._lines(splitter)
+        except _STREAM_ERRORS as exc:
+            error = self._error(self.end_offset, f"damaged or truncated compressed data after "
+                                f"offset {self.end_offset} ({exc}); the lines before it were read")
+            error.line_no = self.next_line_no
+            yield error
+
+    def _lines(self, splitter: _LineSplitter) -> Iterator[LogLine]:
+        for offset, line_no, text, dropped, terminated in splitter:
+            if not terminated and not self.final_partial:
+                return
+            self.end_offset = splitter.offset
+            self.next_line_no = line_no + 1
+            yield _log_line(self.source, self.inode, offset, line_no, text, dropped)
+
+    def _check_content(self, stream: BinaryIO) -> ErrorRow | None:
+        """Sniff the first bytes, then position the stream at `start_offset`."""
+        try:
+            sample = stream.read(SNIFF_BYTES)
+            stream.seek(self.start_offset)
+        except _STREAM_ERRORS as exc:
+            return self._error(0, f"cannot decompress ({exc}); the file is damaged or not in "
+                               f"the format its header claims")
+        if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return self._error(0, "UTF-16 text is not supported; convert it first, e.g. "
+                               "`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`")
+        if sniff_binary(sample):
+            log.warning("%s: binary file skipped", self.source)
+            return self._error(0, "binary file skipped (not text); exclude it or pass a log file")
+        return None
+
+    def _error(self, offset: int | None, message: str) -> ErrorRow:
+        return ErrorRow(source=self.source, offset=offset, stage="ingest",
+                        message=f"{self.source}: {message}")
+
+
+class _LineSplitter:
+    """Yields (offset, line_no, bytes, dropped_bytes, terminated) per line of a binary stream.
+
+    Uses the stream's own buffered `readline(limit)` (C speed) and never holds more than
+    `max_line_bytes` of one line in memory. `self.offset` is the offset after the last line.
+    """
+
+    def __init__(self, stream: BinaryIO, *, offset: int, line_no: int, max_line_bytes: int):
+        self.readline = stream.readline
+        self.offset = offset
+        self.line_no = line_no
+        self.max = max_line_bytes
+
+    def __iter__(self) -> Iterator[tuple[int, int, bytes, int, bool]]:
+        readline, limit = self.readline, self.max + 1
+        while raw := readline(limit):
+            start, line_no = self.offset, self.line_no
+            self.offset += len(raw)
+            self.line_no += 1
+            terminated = raw[-1:] == b"\n"
+            if terminated:
+                yield start, line_no, raw, 0, True
+            elif len(raw) < limit:  # end of data without a newline
+                yield start, line_no, raw, 0, False
+            else:
+                dropped, terminated = self._skip_rest()
+                yield start, line_no, raw[:self.max], dropped + len(raw) - self.max, terminated
+
+    def _skip_rest(self) -> tuple[int, bool]:
+        """Consume the rest of an overlong line; returns (content bytes skipped, terminated)."""
+        skipped = 0
+        while chunk := self.readline(_SKIP_CHUNK):
+            self.offset += len(chunk)
+            if chunk[-1:] == b"\n":
+                return skipped + len(chunk) - 1, True
+            skipped += len(chunk)
+        return skipped, False
+
+
+def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
+              dropped: int) -> LogLine:
+    if raw[-1:] == b"\n":
+        raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+    if b"\x00" in raw:  # NUL padding or injected NULs: keep the line, lose the NULs
+        raw = raw.replace(b"\x00", b"")
+    text = raw.decode("utf-8", "replace")
+    if dropped:
+        text = f"{text.rstrip(chr(13))}… [truncated {dropped} bytes]"
+    return LogLine(source=source, inode=inode, offset=offset, line_no=line_no, text=text,
+                   truncated=bool(dropped))
+
+
+def _decompressing(raw: BinaryIO) -> BinaryIO:
+    """`raw` itself, or a decompressing reader over it when its magic bytes say so.
+
+    Closing the returned reader leaves `raw` open (the caller closes it).
+    """
+    magic = raw.read(6)
+    raw.seek(0)
+    for prefix, opener in _OPENERS:
+        if magic.startswith(prefix):
+            return opener(raw)
+    return raw
+
+
+def _inode(stream: BinaryIO) -> int:
+    inner = getattr(stream, "fileobj", None) or getattr(stream, "_fp", None) or stream
+    try:
+        return os.fstat(inner.fileno()).st_ino
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return 0
+
+
+def _open_failure(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied; run as a user who can read it (e.g. in group adm) or exclude it"
+    if isinstance(exc, IsADirectoryError):
+        return "is a folder, not a file"
+    if isinstance(exc, FileNotFoundError):
+        return "disappeared before it could be read (rotated or deleted)"
+    return f"cannot open ({exc.strerror or exc})"
