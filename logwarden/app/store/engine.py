@@ -1,0 +1,99 @@
+"""Turn a SQLAlchemy URL into a ready `Engine`: parent folders, SQLite pragmas, transaction mode.
+
+SQLite is opened by several processes at once (the watcher writes while the UI reads), so every
+connection gets WAL (readers never block the writer), `synchronous=NORMAL` (durable at each WAL
+checkpoint, safe against corruption, much faster than FULL), foreign keys and a busy timeout.
+Write transactions start with `BEGIN IMMEDIATE`: a deferred transaction that reads first and
+then writes fails at once with SQLITE_BUSY when another process committed in between, and the
+busy timeout does not help it; taking the write lock up front makes writers queue instead.
+
+Owns: engine creation and the BEGIN hook. Does not know about tables or records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from logwarden.app.errors import StoreError
+
+BUSY_TIMEOUT_MS = 30_000
+WRITE_OPTION = "logwarden_write"
+
+
+def parse_url(url: str) -> URL:
+    try:
+        return make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"Bad database URL {url!r}: {exc}. Use e.g. sqlite:////abs/path/logwarden.db "
+                         "or postgresql+psycopg://user@host/db (set LOGWARDEN_DB or --db).") from exc
+
+
+def is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
+
+
+def sqlite_file(url: URL) -> Path | None:
+    """The database file of a SQLite URL; None for in-memory databases."""
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file::memory:"):
+        return None
+    return Path(database).expanduser()
+
+
+def make_engine(url_text: str) -> Engine:
+    url = parse_url(url_text)
+    if is_sqlite(url):
+        _prepare_sqlite_dir(url)
+    try:
+        engine = create_engine(url, **_engine_kwargs(url))
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise StoreError(f"Cannot open database {url.render_as_string(hide_password=True)!r}: {exc}. "
+                         "Check the URL's driver name and that its Python driver is installed.") from exc
+    if is_sqlite(url):
+        _install_sqlite_hooks(engine)
+    return engine
+
+
+def _engine_kwargs(url: URL) -> dict[str, Any]:
+    # ensure_ascii off: stored JSON keeps unicode as is, so free-text LIKE search finds "пользователь".
+    common = {"json_serializer": lambda obj: json.dumps(obj, ensure_ascii=False)}
+    if not is_sqlite(url):
+        return {**common, "pool_pre_ping": True}
+    # check_same_thread off: Streamlit serves a session from several threads; the pool hands
+    # each thread its own connection at a time, so the sqlite3 object is never shared concurrently.
+    return {**common, "connect_args": {"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}}
+
+
+def _prepare_sqlite_dir(url: URL) -> None:
+    path = sqlite_file(url)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"Cannot create the database folder {path.parent}: {exc.strerror}. "
+                         "Choose a writable location with --db or LOGWARDEN_DB / LOGWARDEN_HOME.") from exc
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Autocommit at the driver level so that SQLAlchemy's "begin" hook below decides how
+        # each transaction starts (pysqlite's own implicit BEGIN would always be DEFERRED).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
+                       f"busy_timeout={BUSY_TIMEOUT_MS}"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
+        conn.exec_driver_sql(f"BEGIN {mode}")

@@ -1,0 +1,124 @@
+"""Versioned schema migrations: a `schema_migrations` table and an ordered list of numbered steps.
+
+Why not Alembic: the store has one owner and a handful of tables, and it must migrate itself on
+`open_store()` from any process (CLI, watcher, UI) without a separate tool, ini file or script
+folder. A step is a plain function of a `Connection`, written against its OWN frozen table
+definitions (never the ORM classes, which describe only the latest shape), so step 1 still means
+the same thing after step 7 exists. Rule for new steps: append, never edit an applied one.
+
+Owns: the steps and the runner. Does not know about records, filters or the Store API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON, Column, Connection, DateTime, ForeignKey, Index, Integer, MetaData, String, Table, Text,
+    inspect, insert, select,
+)
+
+from logwarden.app.errors import StoreError
+
+Step = Callable[[Connection], None]
+
+
+def _v1_metadata() -> MetaData:
+    """The schema as first released (frozen: do not edit, add a step instead)."""
+    md = MetaData()
+    Table("sources", md,
+          Column("path", Text, primary_key=True), Column("inode", Integer, primary_key=True, autoincrement=False),
+          Column("offset", Integer, nullable=False), Column("line_no", Integer, nullable=False),
+          Column("format", String(40)), Column("miner_state", Text), Column("updated_at", DateTime, nullable=False))
+    Table("runs", md,
+          Column("id", String(40), primary_key=True), Column("started_at", DateTime, nullable=False, index=True),
+          Column("finished_at", DateTime), Column("command", String(200), nullable=False),
+          Column("config", JSON, nullable=False), Column("metrics", JSON), Column("status", String(20), nullable=False))
+    _v1_records(md)
+    Table("evidence", md,
+          Column("id", Integer, primary_key=True),
+          Column("record_id", String(64), ForeignKey("records.id", ondelete="CASCADE"), nullable=False, index=True),
+          Column("line_no", Integer, nullable=False), Column("text", Text, nullable=False))
+    Table("windows", md,
+          Column("id", Integer, primary_key=True), Column("source", Text, nullable=False),
+          Column("inode", Integer, nullable=False), Column("line_start", Integer, nullable=False),
+          Column("line_end", Integer, nullable=False), Column("line_count", Integer, nullable=False),
+          Column("verdict", String(40), nullable=False), Column("record_ids", JSON, nullable=False),
+          Column("run_id", String(40), index=True), Column("created_at", DateTime, nullable=False),
+          Index("ux_windows_span", "source", "inode", "line_start", "line_end", unique=True))
+    Table("errors", md,
+          Column("id", Integer, primary_key=True), Column("run_id", String(40), index=True),
+          Column("source", Text, nullable=False), Column("offset", Integer), Column("line_no", Integer),
+          Column("stage", String(40), nullable=False), Column("message", Text, nullable=False),
+          Column("created_at", DateTime, nullable=False))
+    Table("reviews", md,
+          Column("id", Integer, primary_key=True),
+          Column("record_id", String(64), ForeignKey("records.id", ondelete="CASCADE"), nullable=False, index=True),
+          Column("status", String(20), nullable=False), Column("note", Text), Column("reviewer", String(200)),
+          Column("created_at", DateTime, nullable=False))
+    return md
+
+
+def _v1_records(md: MetaData) -> Table:
+    text_cols = ("anomaly", "trace", "recommendation")
+    nullable_text = ("host", "model", "adapter", "analyst_note", "raw_model_output", "llm_error")
+    return Table(
+        "records", md,
+        Column("id", String(64), primary_key=True), Column("source", Text, nullable=False, index=True),
+        *(Column(name, Integer, nullable=False) for name in ("inode", "line_start", "line_end", "line_count")),
+        Column("first_ts", DateTime), Column("last_ts", DateTime, index=True),
+        Column("risk_level", String(10), nullable=False), Column("risk_rank", Integer, nullable=False, index=True),
+        Column("risk_score", Integer, nullable=False), Column("category", String(40), nullable=False, index=True),
+        Column("technique_ids", Text, nullable=False),
+        *(Column(name, JSON, nullable=False) for name in ("techniques", "indicators", "evidence", "detections")),
+        *(Column(name, Text, nullable=False) for name in text_cols),
+        *(Column(name, Text) for name in nullable_text),
+        Column("decided_by", String(20), nullable=False), Column("prompt_version", String(40), nullable=False),
+        Column("schema_version", String(20), nullable=False), Column("status", String(20), nullable=False, index=True),
+        Column("created_at", DateTime, nullable=False), Column("updated_at", DateTime, nullable=False),
+        Column("run_id", String(40), index=True), Column("engine_stats", JSON),
+        Index("ix_records_risk_rank_last_ts", "risk_rank", "last_ts"),
+    )
+
+
+def _step_1_initial(conn: Connection) -> None:
+    _v1_metadata().create_all(conn)
+
+
+STEPS: tuple[tuple[int, str, Step], ...] = (
+    (1, "initial schema", _step_1_initial),
+)
+LATEST_VERSION = STEPS[-1][0]
+
+_versions = MetaData()
+_schema_migrations = Table(
+    "schema_migrations", _versions,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("name", String(200), nullable=False), Column("applied_at", DateTime, nullable=False),
+)
+
+
+def current_version(conn: Connection) -> int:
+    """0 for an empty database."""
+    if not inspect(conn).has_table("schema_migrations"):
+        return 0
+    versions = conn.execute(select(_schema_migrations.c.version)).scalars().all()
+    return max(versions, default=0)
+
+
+def migrate(conn: Connection) -> list[int]:
+    """Apply the pending steps in order inside the caller's transaction; returns the versions applied."""
+    _versions.create_all(conn)
+    have = current_version(conn)
+    if have > LATEST_VERSION:
+        raise StoreError(f"The database is at schema version {have}, newer than this logwarden "
+                         f"(knows up to {LATEST_VERSION}). Upgrade logwarden or use another --db.")
+    applied = []
+    for version, name, step in STEPS:
+        if version > have:
+            step(conn)
+            conn.execute(insert(_schema_migrations).values(
+                version=version, name=name, applied_at=datetime.now(timezone.utc).replace(tzinfo=None)))
+            applied.append(version)
+    return applied

@@ -1,0 +1,249 @@
+"""`Store`: the one door to the database for the CLI, the watcher and the UI.
+
+Transactions are short: each call opens a connection from the pool, does its work and commits.
+Writers take SQLite's write lock up front (see engine.py), so a watcher and a UI can share one file.
+
+Owns: the public API (runs, records, reviews, sources, errors, aggregates, info). Does not know
+how records are produced, displayed or exported.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy.exc import OperationalError
+
+from logwarden.app.errors import InputError, StoreError
+from logwarden.app.models import ErrorRow
+from logwarden.app.store import aggregates
+from logwarden.app.store.convert import (
+    row_to_error, row_to_record, row_to_review, row_to_run, row_to_source, row_to_window, utc_now,
+)
+from logwarden.app.store.engine import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
+from logwarden.app.store.filters import sort_column, where
+from logwarden.app.store.migrations import current_version, migrate
+from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WindowResult
+from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
+from logwarden.app.store.writes import Transaction
+from logwarden.schemas import RiskRecord
+from logwarden.schemas.record import STATUSES
+
+TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews")
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (creating folders and tables as needed) and migrate the database at `url`
+    (default: `Settings.db_url`)."""
+    if url is None:
+        from logwarden.app.config import get_settings
+        url = get_settings().db_url
+    store = Store(make_engine(url))
+    store.migrate()
+    return store
+
+
+class Store:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def migrate(self) -> list[int]:
+        with self._write() as conn:
+            return migrate(conn)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One database transaction: commits when the block ends, rolls back if it raises."""
+        with self._write() as conn:
+            yield Transaction(conn)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def start_run(self, *, command: str, config: dict[str, Any]) -> str:
+        run_id = uuid.uuid4().hex
+        with self._write() as conn:
+            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=command,
+                                            config=config, status="running"))
+        return run_id
+
+    def finish_run(self, run_id: str, *, status: str, metrics: dict[str, Any]) -> None:
+        stmt = update(Run).where(Run.id == run_id).values(finished_at=utc_now(), status=status, metrics=metrics)
+        with self._write() as conn:
+            if conn.execute(stmt).rowcount == 0:
+                raise InputError(f"No run {run_id!r}; start one with store.start_run() first.")
+
+    def list_runs(self, limit: int = 20) -> list[RunInfo]:
+        stmt = select(Run.__table__).order_by(Run.started_at.desc()).limit(limit)
+        return [row_to_run(row) for row in self._rows(stmt)]
+
+    # -- writes outside an explicit transaction --------------------------------------------
+
+    def upsert_records(self, records: Sequence[RiskRecord]) -> int:
+        with self.transaction() as tx:
+            return tx.upsert_records(records)
+
+    def add_errors(self, rows: Sequence[ErrorRow], *, run_id: str | None = None) -> int:
+        with self.transaction() as tx:
+            return tx.add_errors(rows, run_id=run_id)
+
+    def add_windows(self, rows: Sequence[WindowRow]) -> int:
+        with self.transaction() as tx:
+            return tx.add_windows(rows)
+
+    def set_source(self, path: str, inode: int, *, offset: int, line_no: int,
+                   format: str | None = None, miner_state: str | None = None) -> None:
+        with self.transaction() as tx:
+            tx.set_source(path, inode, offset=offset, line_no=line_no, format=format, miner_state=miner_state)
+
+    # -- sources, windows, errors ------------------------------------------------------------
+
+    def get_source(self, path: str, inode: int) -> SourceState | None:
+        rows = self._rows(select(Source.__table__).where(Source.path == path, Source.inode == inode))
+        return row_to_source(rows[0]) if rows else None
+
+    def list_sources(self) -> list[SourceState]:
+        return [row_to_source(r) for r in self._rows(select(Source.__table__).order_by(Source.path, Source.inode))]
+
+    def list_windows(self, *, source: str | None = None, inode: int | None = None,
+                     run_id: str | None = None) -> list[WindowRow]:
+        """Analysed windows in line order, for checking that every line is accounted for."""
+        stmt = select(WindowResult.__table__)
+        for column, value in ((WindowResult.source, source), (WindowResult.inode, inode),
+                              (WindowResult.run_id, run_id)):
+            if value is not None:
+                stmt = stmt.where(column == value)
+        stmt = stmt.order_by(WindowResult.source, WindowResult.inode, WindowResult.line_start)
+        return [row_to_window(r) for r in self._rows(stmt)]
+
+    def list_errors(self, *, run_id: str | None = None, limit: int = 100) -> list[ErrorInfo]:
+        stmt = select(ErrorEntry.__table__).order_by(ErrorEntry.id.desc()).limit(limit)
+        if run_id is not None:
+            stmt = stmt.where(ErrorEntry.run_id == run_id)
+        return [row_to_error(r) for r in self._rows(stmt)]
+
+    # -- records -----------------------------------------------------------------------------
+
+    def get_record(self, record_id: str) -> RiskRecord | None:
+        rows = self._rows(select(Record.__table__).where(Record.id == record_id))
+        return row_to_record(rows[0]) if rows else None
+
+    def query_records(self, filters: RecordFilter | None = None, *, order_by: str = "last_ts",
+                      descending: bool = True, limit: int = 50, offset: int = 0) -> list[RiskRecord]:
+        column = sort_column(order_by)
+        direction = column.desc() if descending else column.asc()
+        # Tie-break on id so that pages never overlap or skip when sort values repeat.
+        stmt = (select(Record.__table__).where(where(filters or RecordFilter()))
+                .order_by(direction, Record.id).limit(limit).offset(offset))
+        return [row_to_record(r) for r in self._rows(stmt)]
+
+    def count_records(self, filters: RecordFilter | None = None) -> int:
+        with self._read() as conn:
+            return conn.scalar(select(func.count()).select_from(Record).where(where(filters or RecordFilter())))
+
+    # -- reviews -----------------------------------------------------------------------------
+
+    def add_review(self, record_id: str, *, status: str, note: str | None = None,
+                   reviewer: str | None = None) -> None:
+        """Append to the audit trail and make it the record's current status and note."""
+        if status not in STATUSES:
+            raise InputError(f"Unknown review status {status!r}; use one of: {', '.join(STATUSES)}.")
+        with self._write() as conn:
+            changed = conn.execute(update(Record).where(Record.id == record_id)
+                                   .values(status=status, analyst_note=note)).rowcount
+            if changed == 0:
+                raise InputError(f"No record {record_id!r}; list record ids with `logwarden records`.")
+            conn.execute(insert(Review).values(record_id=record_id, status=status, note=note,
+                                               reviewer=reviewer, created_at=utc_now()))
+
+    def list_reviews(self, record_id: str) -> list[ReviewInfo]:
+        stmt = select(Review.__table__).where(Review.record_id == record_id).order_by(Review.id)
+        return [row_to_review(r) for r in self._rows(stmt)]
+
+    # -- aggregates --------------------------------------------------------------------------
+
+    def counts_by_level(self, filters: RecordFilter | None = None) -> dict[str, int]:
+        return self._aggregate(aggregates.counts_by_level, filters)
+
+    def counts_by_category(self, filters: RecordFilter | None = None) -> dict[str, int]:
+        return self._aggregate(aggregates.counts_by_category, filters)
+
+    def risk_over_time(self, filters: RecordFilter | None = None, *,
+                       bucket: str = "hour") -> list[aggregates.TimeCount]:
+        return self._aggregate(aggregates.risk_over_time, filters, bucket=bucket)
+
+    def top_indicators(self, filters: RecordFilter | None = None, *, kind: str = "ips",
+                       limit: int = 10) -> list[aggregates.IndicatorCount]:
+        return self._aggregate(aggregates.top_indicators, filters, kind=kind, limit=limit)
+
+    def technique_counts(self, filters: RecordFilter | None = None) -> list[aggregates.TechniqueCount]:
+        return self._aggregate(aggregates.technique_counts, filters)
+
+    def kpis(self, filters: RecordFilter | None = None) -> dict[str, Any]:
+        return self._aggregate(aggregates.kpis, filters)
+
+    # -- info --------------------------------------------------------------------------------
+
+    def info(self) -> dict[str, Any]:
+        url = self.engine.url
+        with self._read() as conn:
+            counts = {name: conn.scalar(select(func.count()).select_from(Base.metadata.tables[name]))
+                      for name in TABLES}
+            version = current_version(conn)
+        found: dict[str, Any] = {"url": url.render_as_string(hide_password=True), "dialect": url.get_backend_name(),
+                                 "schema_version": version, "tables": counts}
+        path = sqlite_file(url) if is_sqlite(url) else None
+        if path is not None:
+            found["path"] = str(path)
+            found["file_size"] = sum(p.stat().st_size for p in _sqlite_files(path) if p.exists())
+        return found
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._connection(write=True) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._connection(write=False) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _connection(self, *, write: bool) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                conn.execution_options(**{WRITE_OPTION: write})
+                yield conn
+        except OperationalError as exc:
+            raise StoreError(f"Database error on {self.engine.url.render_as_string(hide_password=True)}: "
+                             f"{exc.orig}. Check that the file/folder is writable and not on a network "
+                             "share that lacks locking; if it is 'database is locked', another process "
+                             "holds a long write transaction.") from exc
+
+    def _rows(self, stmt: Any) -> list[Any]:
+        with self._read() as conn:
+            return list(conn.execute(stmt).mappings())
+
+    def _aggregate(self, fn: Any, filters: RecordFilter | None, **kwargs: Any) -> Any:
+        with self._read() as conn:
+            return fn(conn, filters or RecordFilter(), **kwargs)
+
+
+def _sqlite_files(path: Path) -> list[Path]:
+    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]

@@ -1,0 +1,154 @@
+"""The ORM mapping of the store's tables (SQLAlchemy 2.0 typed `Mapped[]` classes).
+
+Owns: the current shape of every table and the `UTCDateTime` column type. It does not create
+tables (that is `migrations.py`, whose frozen steps must produce exactly this shape — a test
+compares them) and knows nothing of pydantic records (that is `convert.py`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def to_utc(value: datetime) -> datetime:
+    """Aware → UTC; naive means local time (see `models.Event.ts`), so it is localised first."""
+    aware = value if value.tzinfo is not None else value.astimezone()
+    return aware.astimezone(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores UTC without an offset (so SQL ordering and range filters are correct across mixed
+    inputs) and hands back timezone-aware UTC datetimes."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else to_utc(value).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=timezone.utc)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON(), list[Any]: JSON()}
+
+
+class SchemaMigration(Base):
+    __tablename__ = "schema_migrations"
+    version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(String(200))
+    applied_at: Mapped[datetime]
+
+
+class Source(Base):
+    __tablename__ = "sources"
+    path: Mapped[str] = mapped_column(Text, primary_key=True)
+    inode: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    offset: Mapped[int] = mapped_column(default=0)
+    line_no: Mapped[int] = mapped_column(default=0)
+    format: Mapped[str | None] = mapped_column(String(40))
+    miner_state: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[datetime]
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    started_at: Mapped[datetime] = mapped_column(index=True)
+    finished_at: Mapped[datetime | None]
+    command: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]]
+    metrics: Mapped[dict[str, Any] | None]
+    status: Mapped[str] = mapped_column(String(20))
+
+
+class Record(Base):
+    __tablename__ = "records"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source: Mapped[str] = mapped_column(Text, index=True)
+    inode: Mapped[int]
+    host: Mapped[str | None] = mapped_column(Text)
+    line_start: Mapped[int]
+    line_end: Mapped[int]
+    first_ts: Mapped[datetime | None]
+    last_ts: Mapped[datetime | None] = mapped_column(index=True)
+    line_count: Mapped[int]
+    risk_level: Mapped[str] = mapped_column(String(10))
+    risk_rank: Mapped[int] = mapped_column(index=True)
+    risk_score: Mapped[int]
+    category: Mapped[str] = mapped_column(String(40), index=True)
+    technique_ids: Mapped[str] = mapped_column(Text, default="")
+    techniques: Mapped[list[Any]]
+    indicators: Mapped[dict[str, Any]]
+    anomaly: Mapped[str] = mapped_column(Text)
+    trace: Mapped[str] = mapped_column(Text)
+    recommendation: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[dict[str, Any]]
+    detections: Mapped[list[Any]]
+    decided_by: Mapped[str] = mapped_column(String(20))
+    model: Mapped[str | None] = mapped_column(Text)
+    adapter: Mapped[str | None] = mapped_column(Text)
+    prompt_version: Mapped[str] = mapped_column(String(40))
+    schema_version: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    analyst_note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    run_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    raw_model_output: Mapped[str | None] = mapped_column(Text)
+    engine_stats: Mapped[dict[str, Any] | None]
+    llm_error: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_records_risk_rank_last_ts", "risk_rank", "last_ts"),)
+
+
+class EvidenceLine(Base):
+    __tablename__ = "evidence"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[str] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), index=True)
+    line_no: Mapped[int]
+    text: Mapped[str] = mapped_column(Text)
+
+
+class WindowResult(Base):
+    __tablename__ = "windows"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(Text)
+    inode: Mapped[int]
+    line_start: Mapped[int]
+    line_end: Mapped[int]
+    line_count: Mapped[int]
+    verdict: Mapped[str] = mapped_column(String(40))
+    record_ids: Mapped[list[Any]]
+    run_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    created_at: Mapped[datetime]
+
+    # Unique span: re-analysing the same lines replaces the window instead of counting it twice.
+    __table_args__ = (Index("ux_windows_span", "source", "inode", "line_start", "line_end", unique=True),)
+
+
+class ErrorEntry(Base):
+    __tablename__ = "errors"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    source: Mapped[str] = mapped_column(Text)
+    offset: Mapped[int | None]
+    line_no: Mapped[int | None]
+    stage: Mapped[str] = mapped_column(String(40))
+    message: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class Review(Base):
+    __tablename__ = "reviews"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[str] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(20))
+    note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime]

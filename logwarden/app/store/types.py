@@ -1,0 +1,88 @@
+"""Plain data that goes in and out of the store besides `RiskRecord` (no I/O here).
+
+`WindowRow` is what the pipeline writes for every analysed window (benign ones too), so that
+"every line is accounted for" can be checked; `RecordFilter` is the one filter shape shared by
+record queries and dashboard aggregates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(slots=True)
+class SourceState:
+    """How far a file has been consumed: the next byte to read and the last line number read."""
+
+    path: str
+    inode: int
+    offset: int
+    line_no: int
+    format: str | None = None
+    miner_state: str | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class WindowRow:
+    """One analysed window. `verdict` is the category (or "benign"); `record_ids` the records it produced."""
+
+    source: str
+    inode: int
+    line_start: int
+    line_end: int
+    line_count: int
+    verdict: str
+    record_ids: list[str] = field(default_factory=list)
+    run_id: str | None = None
+
+
+@dataclass(slots=True)
+class RecordFilter:
+    """All optional; empty means "everything". Times filter on the record's `last_ts`."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    min_risk: str | None = None  # a RISK_LEVELS value; keeps this level and above
+    categories: Sequence[str] = ()
+    sources: Sequence[str] = ()
+    statuses: Sequence[str] = ()
+    technique: str | None = None  # "T1110" also matches its sub-techniques "T1110.001"…
+    text: str | None = None  # substring of anomaly, trace, recommendation or indicators
+    run_id: str | None = None
+
+
+@dataclass(slots=True)
+class RunInfo:
+    id: str
+    started_at: datetime
+    finished_at: datetime | None
+    command: str
+    config: dict[str, Any]
+    metrics: dict[str, Any] | None
+    status: str
+
+
+@dataclass(slots=True)
+class ErrorInfo:
+    id: int
+    run_id: str | None
+    source: str
+    offset: int | None
+    line_no: int | None
+    stage: str
+    message: str
+    created_at: datetime
+
+
+@dataclass(slots=True)
+class ReviewInfo:
+    id: int
+    record_id: str
+    status: str
+    note: str | None
+    reviewer: str | None
+    created_at: datetime

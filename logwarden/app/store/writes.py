@@ -1,0 +1,107 @@
+"""The write operations of one transaction (`Transaction`), all idempotent where re-analysis can
+repeat them: records upsert by id, windows by (source, inode, line span), sources by (path, inode).
+
+Owns: how rows are written (dialect upserts, the generic fallback, child rows of evidence).
+Does not open or commit transactions — the caller's `Connection` is already inside one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Table, and_, delete, insert, select, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from logwarden.app.models import ErrorRow
+from logwarden.app.store.convert import KEEP_ON_UPDATE, evidence_rows, record_to_row, utc_now, window_to_row
+from logwarden.app.store.tables import ErrorEntry, EvidenceLine, Record, Source, WindowResult
+from logwarden.app.store.types import WindowRow
+from logwarden.schemas import RiskRecord
+
+_DIALECT_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+CHUNK = 500  # keeps IN lists and multi-row statements under SQLite's variable limit
+
+
+class Transaction:
+    """Handed out by `Store.transaction()`; everything done through it commits or rolls back together."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def upsert_records(self, records: Sequence[RiskRecord]) -> int:
+        """Insert new records, update re-analysed ones in place (status and note untouched)."""
+        records = list({r.id: r for r in records}.values())  # last one wins within a batch
+        now = utc_now()
+        for chunk in _chunks(records):
+            rows = [record_to_row(r, now=now) for r in chunk]
+            _upsert(self.conn, Record.__table__, rows, keys=("id",), keep=KEEP_ON_UPDATE)
+            self._replace_evidence(chunk)
+        return len(records)
+
+    def add_windows(self, rows: Sequence[WindowRow]) -> int:
+        now = utc_now()
+        dicts = [window_to_row(w, now=now) for w in rows]
+        for chunk in _chunks(dicts):
+            _upsert(self.conn, WindowResult.__table__, chunk,
+                    keys=("source", "inode", "line_start", "line_end"), keep=("id",))
+        return len(dicts)
+
+    def add_errors(self, rows: Sequence[ErrorRow], *, run_id: str | None) -> int:
+        now = utc_now()
+        dicts = [{"run_id": run_id, "source": e.source, "offset": e.offset, "line_no": e.line_no,
+                  "stage": e.stage, "message": e.message, "created_at": now} for e in rows]
+        if dicts:
+            self.conn.execute(insert(ErrorEntry), dicts)
+        return len(dicts)
+
+    def set_source(self, path: str, inode: int, *, offset: int, line_no: int,
+                   format: str | None = None, miner_state: str | None = None) -> None:
+        """Record how far `path` was read. `format`/`miner_state` of None keep the stored value."""
+        row: dict[str, Any] = {"path": path, "inode": inode, "offset": offset, "line_no": line_no,
+                               "updated_at": utc_now(), "format": format, "miner_state": miner_state}
+        keep = tuple(name for name in ("format", "miner_state") if row[name] is None)
+        _upsert(self.conn, Source.__table__, [row], keys=("path", "inode"), keep=keep)
+
+    def _replace_evidence(self, records: Sequence[RiskRecord]) -> None:
+        ids = [r.id for r in records]
+        self.conn.execute(delete(EvidenceLine).where(EvidenceLine.record_id.in_(ids)))
+        lines = [line for r in records for line in evidence_rows(r)]
+        if lines:
+            self.conn.execute(insert(EvidenceLine), lines)
+
+
+def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], *, keys: Sequence[str],
+            keep: Sequence[str]) -> None:
+    """INSERT … ON CONFLICT (keys) DO UPDATE every column except `keep` (and the keys)."""
+    if not rows:
+        return
+    make_insert = _DIALECT_INSERTS.get(conn.dialect.name)
+    if make_insert is None:
+        _upsert_generic(conn, table, rows, keys=keys, keep=keep)
+        return
+    stmt = make_insert(table)
+    updated = [c for c in rows[0] if c not in keep and c not in keys]
+    stmt = stmt.on_conflict_do_update(index_elements=list(keys),
+                                      set_={name: stmt.excluded[name] for name in updated})
+    conn.execute(stmt, rows)
+
+
+def _upsert_generic(conn: Connection, table: Table, rows: list[dict[str, Any]], *, keys: Sequence[str],
+                    keep: Sequence[str]) -> None:
+    """Any other dialect: look the keys up, UPDATE those found, INSERT the rest."""
+    key_cols = [table.c[k] for k in keys]
+    wanted = [tuple(row[k] for k in keys) for row in rows]
+    found = set(conn.execute(select(*key_cols).where(tuple_(*key_cols).in_(wanted))))
+    new = [row for row, key in zip(rows, wanted) if key not in found]
+    if new:
+        conn.execute(insert(table), new)
+    for row, key in zip(rows, wanted):
+        if key in found:
+            values = {c: v for c, v in row.items() if c not in keep and c not in keys}
+            match = and_(*(col == value for col, value in zip(key_cols, key)))
+            conn.execute(update(table).where(match).values(values))
+
+
+def _chunks(items: Sequence[Any], size: int = CHUNK) -> list[Sequence[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
