@@ -1,0 +1,30 @@
+# Two entry points (README): `make run` analyses sample_logs with the embedded model,
+# `make test` runs the whole test suite. Both install what they need first (idempotent).
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# The CPU build of torch that lies on this kind of machine's disk; an unpinned torch would pull CUDA.
+TORCH_CPU ?= torch==2.13.0
+DB ?= $(CURDIR)/.logwarden/demo.db
+
+.PHONY: setup setup-test run test test-fast bench-ingest
+
+setup:
+	$(PIP) install -q --disable-pip-version-check "$(TORCH_CPU)"
+	$(PIP) install -q --disable-pip-version-check -e .
+
+setup-test: setup
+	$(PIP) install -q --disable-pip-version-check -e '.[test]'
+	./scripts/install_browser.sh
+
+run: setup
+	logwarden analyze sample_logs --db sqlite:///$(DB)
+	logwarden records list --min-risk medium --db sqlite:///$(DB)
+
+test: setup-test
+	$(PYTHON) -m pytest -q -ra
+
+test-fast: setup-test
+	$(PYTHON) -m pytest -q -ra -m "not model and not browser"
+
+bench-ingest: setup
+	$(PYTHON) bench/ingest.py

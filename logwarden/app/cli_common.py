@@ -1,0 +1,84 @@
+"""Pieces shared by the CLI commands: error handling at the boundary, common options, store opening."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from logwarden.app.backends import BACKENDS, EngineOptions
+from logwarden.app.config import get_settings
+from logwarden.app.errors import LogwardenError
+
+err_console = Console(stderr=True)
+out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
+QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")
+
+
+def handle_errors(func: Callable) -> Callable:
+    """Turn domain errors into a one-line message and the error's exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except LogwardenError as exc:
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+def db_option(func: Callable) -> Callable:
+    return click.option("--db", "db_url", envvar="LOGWARDEN_DB", default=None,
+                        help="SQLAlchemy URL of the store (default: sqlite under LOGWARDEN_HOME).")(func)
+
+
+def json_option(func: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(func)
+
+
+def engine_options(func: Callable) -> Callable:
+    """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
+    options = [
+        click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
+                     help="local = in-process transformers engine; openai = OpenAI-compatible server(s)."),
+        click.option("--model", default=None, help="embedded | embedded-1.5b | HF id in the local cache | folder | .gguf "
+                     "(openai backend: the served model name). Default: embedded."),
+        click.option("--adapter", default=None, help="PEFT LoRA adapter folder, or 'none' to disable the default adapter."),
+        click.option("--quant", type=click.Choice(QUANTS), default="auto", show_default=True,
+                     help="Weights precision: auto = nf4 on CUDA, fp32 on CPU."),
+        click.option("--threads", type=int, default=None, help="CPU threads for torch (default: settings/torch)."),
+        click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),
+        click.option("--api-key-env", default=None, help="openai backend: name of the env var holding the API key."),
+        click.option("--concurrency", type=int, default=8, show_default=True, help="openai backend: requests in flight."),
+        click.option("--max-rps", type=float, default=None, help="openai backend: request rate limit (token bucket)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def make_engine_options(kw: dict) -> EngineOptions:
+    settings = get_settings()
+    return EngineOptions(
+        backend=kw.pop("backend"), model=kw.pop("model") or settings.model, adapter=kw.pop("adapter") or settings.adapter,
+        quant=kw.pop("quant"), threads=kw.pop("threads") or settings.threads,
+        max_batch=kw.pop("max_batch", None) or settings.max_batch, base_urls=kw.pop("base_urls"),
+        api_key_env=kw.pop("api_key_env"), concurrency=kw.pop("concurrency"), max_rps=kw.pop("max_rps"))
+
+
+
+def open_store_from(db_url: str | None):
+    from logwarden.app.store import open_store
+
+    return open_store(db_url or get_settings().db_url)
+
+
+def print_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))

@@ -1,0 +1,9 @@
+"""One module per CLI command; `COMMANDS` is what `logwarden` exposes."""
+
+from logwarden.app.commands.analyze import analyze
+from logwarden.app.commands.export import export
+from logwarden.app.commands.records import db, records
+from logwarden.app.commands.triage import triage
+from logwarden.app.commands.watch import watch
+
+COMMANDS = [analyze, triage, watch, export, records, db]

@@ -1,0 +1,414 @@
+"""The analysis pipeline: sources → events → windows → (LLM) → records → store, with metrics.
+
+Owns the order of the stages, the LLM spending policy, batching windows for the engine, the
+retry / fall-back / circuit-breaker behaviour on engine faults, and run metrics. Each window is
+written to the store in the same transaction as its records (and, for tailed sources, the
+offset), so every line ends up in a record's evidence, an analysed-benign window or an error
+row. Knows nothing of the CLI, terminals or Streamlit (progress is a callback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from logwarden.app.detect import Detector, load_rules
+from logwarden.app.digest import build_digest
+from logwarden.app.errors import LogwardenError
+from logwarden.app.ingest import TailRead, iter_files
+from logwarden.app.mine import SourceMiner, Window, windows
+from logwarden.app.models import ErrorRow, Event, LogLine, Signal
+from logwarden.app.parse import detect_format, parse_lines
+from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
+from logwarden.app.store import Store, WindowRow
+from logwarden.engine.api import Engine, Request
+from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
+from logwarden.schemas import assessment_json_schema
+from logwarden.schemas.record import RiskRecord
+
+log = logging.getLogger(__name__)
+
+DETECT_SAMPLE_LINES = 50
+CHARS_PER_TOKEN = 4.0  # for the raw-side of the compression ratio when no tokenizer is used
+# Words that make a window without any rule hit still worth the model's time ("suspicious" policy).
+SUSPICIOUS_WORDS = ("fail", "denied", "invalid", "error", "refused", "unauthori", "forbidden", "attack",
+                    "panic", "segfault", "killed", "illegal", "violation", "warning", "critical", "alert",
+                    "root", "sudo", "admin", "password", "exploit", "malware", "powershell", "cmd.exe")
+LLM_POLICIES = ("signals", "suspicious", "all")
+SAMPLE_EVERY = 20  # "suspicious" policy: also ~1 in 20 quiet windows (deterministic by source and line)
+BREAKER_FAILURES = 5
+
+
+@dataclass(slots=True)
+class RunOptions:
+    rules_only: bool = False
+    llm_policy: str = "suspicious"
+    max_batch: int = 8
+    max_new_tokens: int = 320
+    window_max_lines: int = 2000
+    window_max_gap_s: float = 300.0
+    prompt_token_budget: int = 700
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    resume: bool = False
+    # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
+    # records and its offset must land in one transaction.
+    commit_every_windows: int | None = 64
+
+
+@dataclass(slots=True)
+class RunMetrics:
+    files: int = 0
+    lines: int = 0
+    raw_chars: int = 0
+    windows: int = 0
+    windows_llm: int = 0
+    windows_skipped_by_policy: int = 0
+    llm_calls: int = 0
+    llm_failures: int = 0
+    records: int = 0
+    errors: int = 0
+    raw_tokens: int = 0
+    prompt_tokens: int = 0
+    digest_chars: int = 0
+    new_tokens: int = 0
+    ttft_s_sum: float = 0.0
+    generation_s: float = 0.0
+    peak_memory_mb: float = 0.0
+    breaker_open: bool = False
+    elapsed_s: float = 0.0
+    formats: dict[str, str] = field(default_factory=dict)
+    records_by_level: dict[str, int] = field(default_factory=dict)
+    records_by_category: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in self.__slots__}
+        d["compression_ratio"] = self.compression_ratio
+        d["lines_per_s"] = self.lines / self.elapsed_s if self.elapsed_s else 0.0
+        d["tokens_per_s"] = self.new_tokens / self.generation_s if self.generation_s else 0.0
+        d["mean_ttft_s"] = self.ttft_s_sum / self.llm_calls if self.llm_calls else 0.0
+        d["llm_calls_per_1000_lines"] = 1000 * self.llm_calls / self.lines if self.lines else 0.0
+        return d
+
+    @property
+    def compression_ratio(self) -> float:
+        """Raw size ÷ prompt size (how many times smaller the model's input is)."""
+        if self.prompt_tokens:
+            return self.raw_tokens / self.prompt_tokens
+        return self.raw_chars / self.digest_chars if self.digest_chars else 0.0
+
+
+Progress = Callable[[str, int], None]  # (counter name, increment)
+
+
+def _no_progress(_name: str, _n: int) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A window waiting for the model, with what its records need."""
+
+    window: Window
+    signals: list[Signal]
+    prompt: str
+
+
+@dataclass(slots=True)
+class _Buffer:
+    """Rows written together in the next transaction."""
+
+    records: list[RiskRecord] = field(default_factory=list)
+    windows: list[WindowRow] = field(default_factory=list)
+    errors: list[ErrorRow] = field(default_factory=list)
+
+
+class Pipeline:
+    """One run: `analyze(paths)` for files/folders, `process(...)` for any line source (watcher, stdin)."""
+
+    def __init__(self, store: Store, engine: Engine | None, options: RunOptions, *,
+                 progress: Progress = _no_progress, command: str = "analyze"):
+        self.store = store
+        self.engine = None if options.rules_only else engine
+        self.options = options
+        self.progress = progress
+        self.metrics = RunMetrics()
+        self.rules = load_rules()
+        self._consecutive_failures = 0
+        self._pending: list[_Pending] = []
+        self._buffer = _Buffer()
+        self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._started = time.perf_counter()
+        self.run_id = store.start_run(command=command, config=self._config())
+        self.provenance = Provenance(
+            model=getattr(self.engine, "model_name", None), adapter=getattr(self.engine, "adapter_name", None),
+            prompt_version=PROMPT_VERSION, run_id=self.run_id)
+
+    def _config(self) -> dict:
+        opts = {k: getattr(self.options, k) for k in self.options.__slots__}
+        opts["include"], opts["exclude"] = list(self.options.include), list(self.options.exclude)
+        opts["engine"] = self.engine.describe() if self.engine else None
+        return opts
+
+    # ---- sources -------------------------------------------------------------------------
+
+    def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
+        for item in iter_files(paths, include=self.options.include, exclude=self.options.exclude):
+            if isinstance(item, ErrorRow):
+                self._errors([item])
+                continue
+            self.analyze_file(item)
+        return self.finish()
+
+    def analyze_file(self, path: Path) -> None:
+        self.metrics.files += 1
+        inode = _inode(path)
+        state = self.store.get_source(str(path), inode) if self.options.resume else None
+        start_offset, start_line = (state.offset, state.line_no + 1) if state else (0, 1)
+        reader = TailRead(path, start_offset=start_offset, start_line=start_line)
+        self.process(reader, source=str(path), inode=inode, reference_time=_mtime(path),
+                     fmt=state.format if state else None)
+        self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
+
+    def process(self, items: Iterable[LogLine | ErrorRow], *, source: str, inode: int,
+                reference_time: datetime | None = None, set_offset: bool = True, fmt: str | None = None) -> str | None:
+        """Analyse one source's lines to the end; store windows, records, errors, miner state and
+        (with `set_offset`) the offset after the last line — the last part in ONE transaction with
+        the last records, so a crash never commits an offset without its records or vice versa.
+        When `items` is a `TailRead`, its exact `end_offset`/`next_line_no` are what is persisted.
+        Returns the format used (None when there were no lines)."""
+        head, rest = _peek_lines(items, DETECT_SAMPLE_LINES, self._errors)
+        if not head:
+            return None
+        fmt = fmt or self._detect(head, source)
+        miner, detector = self._source_state(source, inode)
+        tracker = _OffsetTracker()
+        events = parse_lines(tracker.track(_chain(head, rest, self._errors)), fmt, reference_time=reference_time)
+        for window in windows(self._counted(events), miner, source=source, inode=inode, fmt=fmt,
+                              max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s):
+            self._window(window, detector.scan(window.events), miner)
+            if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
+                self._flush()
+                self._commit()
+        self._flush()
+        offset = getattr(items, "end_offset", tracker.next_offset)
+        line_no = getattr(items, "next_line_no", tracker.last_line + 1) - 1
+        source_state = dict(path=source, inode=inode, offset=offset, line_no=line_no,
+                            format=fmt, miner_state=miner.state()) if set_offset else None
+        self._commit(source_state)
+        return fmt
+
+    def _source_state(self, source: str, inode: int) -> tuple[SourceMiner, Detector]:
+        """Miner and detector of a source, kept for the run so bursts split across batches still add up."""
+        key = (source, inode)
+        if key not in self._sources:
+            state = self.store.get_source(source, inode)
+            self._sources[key] = (SourceMiner(state.miner_state if state else None), Detector(self.rules))
+        return self._sources[key]
+
+    def _detect(self, head: Sequence[LogLine], source: str) -> str:
+        decision = detect_format([line.text for line in head], source)
+        self.metrics.formats[source] = f"{decision.name}: {decision.reason}"
+        log.info("%s: %s", source, decision.reason)
+        return decision.name
+
+    def _counted(self, events: Iterable[Event]) -> Iterator[Event]:
+        for event in events:
+            self.metrics.lines += 1
+            self.metrics.raw_chars += len(event.raw) + 1
+            self.progress("lines", 1)
+            self.progress("bytes", len(event.raw) + 1)
+            yield event
+
+    # ---- windows ----------------------------------------------------------------------------
+
+    def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
+        self.metrics.windows += 1
+        self.progress("windows", 1)
+        digest = build_digest(window, miner, signals)
+        text = digest.render()
+        if self.engine is None or not self._wants_llm(window, signals, text):
+            self.metrics.digest_chars += len(text)
+            self._store_window(window, signals, None)
+            return
+        prompt = user_prompt(digest.fit(self.options.prompt_token_budget, self.engine.count_tokens))
+        self.metrics.digest_chars += len(prompt)
+        self._pending.append(_Pending(window, signals, prompt))
+        if len(self._pending) >= self.options.max_batch:
+            self._flush()
+
+    def _wants_llm(self, window: Window, signals: Sequence[Signal], digest_text: str) -> bool:
+        if self.metrics.breaker_open:
+            return False
+        policy = self.options.llm_policy
+        if policy == "all" or signals:
+            return True
+        if policy == "suspicious":
+            lowered = digest_text.lower()
+            if any(word in lowered for word in SUSPICIOUS_WORDS) or \
+                    stable_sample(f"{window.source}:{window.line_start}", SAMPLE_EVERY):
+                return True
+        self.metrics.windows_skipped_by_policy += 1
+        return False
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        results = self._assess(pending)
+        for item, result in zip(pending, results):
+            self._store_window(item.window, item.signals, result)
+
+    def _assess(self, pending: Sequence[_Pending]) -> list[LLMResult]:
+        """One batched call; failed windows are retried alone once, then fall back to rules."""
+        results = self._call(pending)
+        for i, result in enumerate(results):
+            if result.assessment is None and not self.metrics.breaker_open and len(pending) > 1:
+                results[i] = self._call([pending[i]])[0]
+        for result in results:
+            self._account_failure(result)
+        return results
+
+    def _call(self, pending: Sequence[_Pending]) -> list[LLMResult]:
+        requests = [Request(system=system_prompt(), user=item.prompt) for item in pending]
+        self.metrics.llm_calls += len(requests)
+        self.progress("llm_calls", len(requests))
+        try:
+            generations = self.engine.generate(requests, schema=assessment_json_schema(),
+                                               max_new_tokens=self.options.max_new_tokens)
+        except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
+            log.warning("engine failed on a batch of %d: %s", len(requests), exc)
+            return [LLMResult(assessment=None, error=f"engine: {exc}") for _ in requests]
+        return [self._result(g) for g in generations]
+
+    def _result(self, generation) -> LLMResult:
+        stats = generation.stats
+        self.metrics.prompt_tokens += stats.prompt_tokens
+        self.metrics.new_tokens += stats.new_tokens
+        self.metrics.ttft_s_sum += stats.ttft_s
+        self.metrics.generation_s += stats.total_s / max(stats.batch_size, 1)
+        self.metrics.peak_memory_mb = max(self.metrics.peak_memory_mb, stats.peak_memory_mb)
+        return result_of(generation)
+
+    def _account_failure(self, result: LLMResult) -> None:
+        if result.assessment is not None:
+            self._consecutive_failures = 0
+            return
+        self.metrics.llm_failures += 1
+        self._consecutive_failures += 1
+        if self._consecutive_failures >= BREAKER_FAILURES and not self.metrics.breaker_open:
+            self.metrics.breaker_open = True
+            log.warning("circuit breaker open: %d consecutive model failures; the rest of this run is rules-only",
+                        self._consecutive_failures)
+
+    def _store_window(self, window: Window, signals: Sequence[Signal], llm: LLMResult | None) -> None:
+        records = build_records(window, signals, llm, self.provenance)
+        if llm is not None:
+            self.metrics.windows_llm += 1
+        self.metrics.raw_tokens += round(window.raw_chars / CHARS_PER_TOKEN)
+        self._buffer.records += records
+        self._buffer.windows.append(WindowRow(
+            source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
+            line_count=len(window.events), verdict=_verdict(records, llm), record_ids=[r.id for r in records],
+            run_id=self.run_id))
+        if llm is not None and llm.error:
+            self._buffer.errors.append(ErrorRow(source=window.source, offset=window.events[0].offset, stage="engine",
+                                                message=llm.error[:2000], line_no=window.line_start))
+        self._count_records(records)
+
+    def _commit(self, source_state: dict | None = None) -> None:
+        buffer, self._buffer = self._buffer, _Buffer()
+        with self.store.transaction() as tx:
+            tx.upsert_records(buffer.records)
+            tx.add_windows(buffer.windows)
+            if buffer.errors:
+                tx.add_errors(buffer.errors, run_id=self.run_id)
+            if source_state is not None:
+                path, inode = source_state.pop("path"), source_state.pop("inode")
+                tx.set_source(path, inode, **source_state)
+
+    def _count_records(self, records: Sequence[RiskRecord]) -> None:
+        self.metrics.records += len(records)
+        self.progress("records", len(records))
+        for r in records:
+            self.metrics.records_by_level[r.risk_level] = self.metrics.records_by_level.get(r.risk_level, 0) + 1
+            self.metrics.records_by_category[r.category] = self.metrics.records_by_category.get(r.category, 0) + 1
+
+    def _errors(self, rows: Sequence[ErrorRow]) -> None:
+        self.metrics.errors += len(rows)
+        self.progress("errors", len(rows))
+        self.store.add_errors(rows, run_id=self.run_id)
+
+    def finish(self, status: str | None = None) -> RunMetrics:
+        self._flush()
+        self._commit()
+        self.metrics.elapsed_s = time.perf_counter() - self._started
+        status = status or ("failed" if self.metrics.errors else "ok")
+        self.store.finish_run(self.run_id, status=status, metrics=self.metrics.as_dict())
+        return self.metrics
+
+
+def _verdict(records: Sequence[RiskRecord], llm: LLMResult | None) -> str:
+    if records:
+        return max(records, key=lambda r: r.risk_score).risk_level
+    return "benign" if llm is None or llm.assessment is not None else "benign-unassessed"
+
+
+class _OffsetTracker:
+    """Where the last line ended, for line sources that do not know it themselves (stdin)."""
+
+    def __init__(self) -> None:
+        self.next_offset = 0
+        self.last_line = 0
+
+    def track(self, lines: Iterable[LogLine]) -> Iterator[LogLine]:
+        for line in lines:
+            self.last_line = line.line_no
+            self.next_offset = line.offset + len(line.text.encode("utf-8", "replace")) + 1
+            yield line
+
+
+def _peek_lines(items: Iterable[LogLine | ErrorRow], n: int, on_error) -> tuple[list[LogLine], Iterator]:
+    iterator = iter(items)
+    head: list[LogLine] = []
+    for item in iterator:
+        if isinstance(item, ErrorRow):
+            on_error([item])
+            continue
+        head.append(item)
+        if len(head) >= n:
+            break
+    return head, iterator
+
+
+def _chain(head: list[LogLine], rest: Iterator, on_error) -> Iterator[LogLine]:
+    yield from head
+    for item in rest:
+        if isinstance(item, ErrorRow):
+            on_error([item])
+        else:
+            yield item
+
+
+def _inode(path: Path) -> int:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return 0
+
+
+def _mtime(path: Path) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def stable_sample(key: str, every: int) -> bool:
+    """Deterministic 1-in-`every` choice by key (same decision on every re-run)."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % every == 0

@@ -1,0 +1,64 @@
+"""Single-snippet triage: one line or a few pasted lines → a streamed assessment → a stored record.
+
+Owns: turning a snippet into a window (same parse → mine → detect → digest path as batch
+analysis, so rules set the floor here too), streaming the model's answer, and building the
+record. Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals or pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from logwarden.app.detect import Detector, load_rules
+from logwarden.app.digest import build_digest
+from logwarden.app.mine import SourceMiner, Window, windows
+from logwarden.app.models import LogLine, Signal
+from logwarden.app.parse import detect_format, parse_lines
+from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
+from logwarden.engine.api import Engine, Request, TextStream
+from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
+from logwarden.schemas import assessment_json_schema
+from logwarden.schemas.record import RiskRecord
+
+MAX_SNIPPET_LINES = 2000
+
+
+@dataclass(slots=True)
+class Triage:
+    """A prepared snippet: call `stream()` (or skip it for rules-only), then `record(...)`."""
+
+    window: Window
+    signals: list[Signal]
+    prompt: str
+    format: str
+
+    def stream(self, engine: Engine, *, max_new_tokens: int = 320) -> TextStream:
+        request = Request(system=system_prompt(), user=self.prompt)
+        return engine.stream(request, schema=assessment_json_schema(), max_new_tokens=max_new_tokens)
+
+    def records(self, stream: TextStream | None, engine: Engine | None) -> list[RiskRecord]:
+        """Records of the snippet; a rules-only record when the model failed. May be empty (benign)."""
+        llm = _result(stream) if stream is not None else None
+        prov = Provenance(model=getattr(engine, "model_name", None), adapter=getattr(engine, "adapter_name", None),
+                          prompt_version=PROMPT_VERSION, run_id=None)
+        return build_records(self.window, self.signals, llm, prov)
+
+
+def prepare(text: str, *, budget_tokens: int = 700, count_tokens=lambda s: len(s) // 3) -> Triage:
+    lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
+    source = "triage:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+    log_lines = [LogLine(source=source, inode=0, offset=0, line_no=i, text=t) for i, t in enumerate(lines, 1)]
+    fmt = detect_format(lines, None).name
+    miner = SourceMiner()
+    window = next(windows(parse_lines(log_lines, fmt), miner, source=source, inode=0, fmt=fmt,
+                          max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
+    signals = Detector(load_rules()).scan(window.events)
+    digest = build_digest(window, miner, signals)
+    return Triage(window, signals, user_prompt(digest.fit(budget_tokens, count_tokens)), fmt)
+
+
+def _result(stream: TextStream) -> LLMResult:
+    if stream.generation is None:
+        return LLMResult(assessment=None, error="the stream ended before the model finished")
+    return result_of(stream.generation)
