@@ -1,0 +1,114 @@
+"""Parsing: `LogLine`s → `Event`s with the fields named in docs/FIELDS.md.
+
+Owns: format detection, one parser per format, and the promise that every line gives exactly one
+Event (a line its parser cannot read becomes a `generic` event; nothing raises per line).
+Knows nothing about files on disk (app/ingest) or what events mean (app/detect).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from logwarden.app.errors import InputError
+from logwarden.app.models import Event, LogLine
+from logwarden.app.parse.auditd import AuditdParser
+from logwarden.app.parse.base import Parser, new_event
+from logwarden.app.parse.detect import SAMPLE_LINES, FormatDecision, detect_format
+from logwarden.app.parse.generic import GenericParser
+from logwarden.app.parse.jsonlog import CloudTrailParser, JsonParser, WindowsParser, parse_file_json
+from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
+from logwarden.app.parse.web import AccessParser, ApacheErrorParser
+
+log = logging.getLogger(__name__)
+
+PARSERS: dict[str, type] = {cls.name: cls for cls in (
+    SyslogParser, Rfc5424Parser, AccessParser, ApacheErrorParser, WindowsParser,
+    CloudTrailParser, JsonParser, AuditdParser, GenericParser)}
+FORMATS: tuple[str, ...] = tuple(PARSERS)
+# A JSON line that is not of the file's JSON kind is still better read as JSON than as text.
+_FALLBACKS = {"windows": ("json",), "cloudtrail": ("json",)}
+_JSON_KINDS = frozenset(("windows", "cloudtrail", "json"))
+_HEAD_MAX_LINES = 2000  # how far parse_stream looks for SAMPLE_LINES non-empty lines
+
+__all__ = [
+    "FORMATS", "PARSERS", "FormatDecision", "Parser", "detect_format", "make_parser",
+    "parse_file_json", "parse_lines", "parse_stream",
+]
+
+
+def make_parser(fmt: str, *, reference_time: datetime | None = None) -> Parser:
+    cls = PARSERS.get(fmt)
+    if cls is None:
+        raise InputError(f"unknown log format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    return cls(reference_time=reference_time)
+
+
+def parse_lines(lines: Iterable[LogLine], fmt: str, *,
+                reference_time: datetime | None = None) -> Iterator[Event]:
+    """One Event per line, in order. `reference_time` (the file's mtime) dates year-less lines.
+
+    Raises `InputError` at once for an unknown `fmt`; never raises for any line.
+    """
+    chain = [make_parser(fmt, reference_time=reference_time)]
+    chain += [make_parser(name, reference_time=reference_time) for name in _FALLBACKS.get(fmt, ())]
+    return _parse_all(lines, chain, GenericParser(reference_time=reference_time))
+
+
+def _parse_all(lines: Iterable[LogLine], chain: list[Parser],
+               fallback: GenericParser) -> Iterator[Event]:
+    for line in lines:
+        try:
+            yield _parse_one(line, chain, fallback)
+        except Exception:  # a parser bug must not stop a run: the line is still accounted for
+            log.exception("parser failed on %s:%s", line.source, line.line_no)
+            yield new_event(line, "generic", message=line.text)
+
+
+def _parse_one(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
+    for parser in chain:
+        event = parser.parse(line)
+        if event is not None:
+            return event
+    return fallback.parse(line)
+
+
+def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
+                 reference_time: datetime | None = None,
+                 fmt: str | None = None) -> tuple[FormatDecision, Iterator[Event]]:
+    """Detect the format from the first lines (unless `fmt` is given), then parse them all.
+
+    Reads ahead only as far as the sample needs, except for whole-file JSON documents, which
+    are read completely and expanded into one Event per record (see `parse_file_json`).
+    """
+    rest = iter(lines)
+    head = _take_head(rest)
+    decision = detect_format([line.text for line in head], path)
+    if fmt is not None:
+        make_parser(fmt)  # fail now for an unknown name
+        # a JSON document stays a document when the user names its JSON kind
+        whole = decision.whole_file and fmt in _JSON_KINDS
+        decision = FormatDecision(fmt, 1.0, f"{fmt}: chosen by the user", whole_file=whole)
+    if decision.whole_file:
+        every_line = head + list(rest)
+        events = parse_file_json(every_line, reference_time=reference_time)
+        if events is not None:
+            return decision, iter(events)
+        decision = FormatDecision("generic", 0.0, f"{decision.reason}; but it is not valid JSON, "
+                                  f"so it was read line by line as generic")
+        head, rest = every_line, iter(())
+    return decision, parse_lines(itertools.chain(head, rest), decision.name,
+                                 reference_time=reference_time)
+
+
+def _take_head(lines: Iterator[LogLine]) -> list[LogLine]:
+    head: list[LogLine] = []
+    non_empty = 0
+    for line in lines:
+        head.append(line)
+        non_empty += bool(line.text.strip())
+        if non_empty >= SAMPLE_LINES or len(head) >= _HEAD_MAX_LINES:
+            break
+    return head

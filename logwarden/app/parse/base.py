@@ -1,0 +1,30 @@
+"""What every parser is: `parse(LogLine) -> Event | None`, constructed with a reference time.
+
+Owns the `Parser` protocol and the one helper that builds an `Event` from a `LogLine`.
+Knows nothing about any particular format.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+from logwarden.app.models import Event, LogLine
+
+
+class Parser(Protocol):
+    """One log format. `parse` returns None when the line is not in this format."""
+
+    name: str
+
+    def __init__(self, *, reference_time: datetime | None = None) -> None: ...
+
+    def parse(self, line: LogLine) -> Event | None: ...
+
+
+def new_event(line: LogLine, fmt: str, *, ts: datetime | None = None, host: str | None = None,
+              program: str | None = None, message: str = "",
+              fields: dict[str, Any] | None = None) -> Event:
+    return Event(source=line.source, line_no=line.line_no, offset=line.offset, raw=line.text,
+                 format=fmt, ts=ts, host=host, program=program, message=message,
+                 fields={} if fields is None else fields, inode=line.inode)

@@ -1,0 +1,464 @@
+"""JSON events: Windows/Sysmon (every common JSON shape of an event), CloudTrail, and any other
+JSON object — one per line, or whole files (`{"Records": [...]}`, a top-level array,
+pretty-printed objects) expanded into one event per record.
+
+Owns: recognising which shape an object has and flattening it into `docs/FIELDS.md` names.
+Knows nothing about what an event means (app/detect).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from logwarden.app.models import Event, LogLine
+from logwarden.app.parse.base import new_event
+from logwarden.app.parse.timestamps import parse_any
+
+_decoder = json.JSONDecoder()
+_SUMMARY_MAX = 300
+# EventData keys an analyst reads first; the summary shows these before the rest.
+_WINDOWS_SUMMARY_KEYS = (
+    "TargetUserName", "TargetDomainName", "SubjectUserName", "IpAddress", "WorkstationName",
+    "LogonType", "Status", "SubStatus", "FailureReason", "Image", "CommandLine", "ParentImage",
+    "User", "ServiceName", "ImagePath", "MemberName", "TargetSid", "ProcessName", "SourceIp",
+    "DestinationIp", "DestinationPort", "QueryName", "TargetFilename", "TargetObject", "Details",
+)
+
+
+def load_object(text: str) -> dict | None:
+    """The JSON object on this line, or None (not JSON, or JSON that is not an object)."""
+    stripped = text.strip()
+    if not stripped.startswith("{"):  # cheap reject before paying for an exception
+        return None
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def classify_object(obj: dict) -> str:
+    """`windows`, `cloudtrail` or `json` for one decoded event object."""
+    if "eventSource" in obj and "eventName" in obj:
+        return "cloudtrail"
+    return "windows" if windows_parts(obj) is not None else "json"
+
+
+def is_cloudtrail_file(obj: dict) -> bool:
+    """A CloudTrail delivery file: `{"Records": [ {...}, ... ]}`."""
+    records = obj.get("Records")
+    return isinstance(records, list) and all(isinstance(r, dict) for r in records[:5])
+
+
+# --- Windows ---------------------------------------------------------------------------------
+
+class WindowsParts:
+    """The System part of a Windows event, whatever JSON shape it came in, plus its data."""
+
+    __slots__ = ("event_id", "channel", "provider", "computer", "time", "data")
+
+    def __init__(self, event_id: int, channel: Any, provider: Any, computer: Any, time: Any,
+                 data: dict):
+        self.event_id, self.channel, self.provider = event_id, channel, provider
+        self.computer, self.time, self.data = computer, time, data
+
+
+def windows_parts(obj: dict) -> WindowsParts | None:
+    """Recognise EVTX→JSON, Winlogbeat 7+/ECS, Winlogbeat 6, and flat (NXLog, Splunk,
+    Security-Datasets, Get-WinEvent) shapes; None when the object is not a Windows event."""
+    for shape in (_evtx_shape, _winlogbeat_shape, _flat_shape):
+        parts = shape(obj)
+        if parts is not None:
+            return parts
+    return None
+
+
+def _evtx_shape(obj: dict) -> WindowsParts | None:
+    event = obj.get("Event")
+    system = event.get("System") if isinstance(event, dict) else None
+    if not isinstance(system, dict):
+        return None
+    event_id = _event_id(system.get("EventID"))
+    if event_id is None:
+        return None
+    data = _event_data(event.get("EventData"))
+    data.update(_user_data(event.get("UserData")))
+    return WindowsParts(event_id, system.get("Channel"), _attribute(system.get("Provider"), "Name"),
+                        system.get("Computer"),
+                        _attribute(system.get("TimeCreated"), "SystemTime"), data)
+
+
+def _winlogbeat_shape(obj: dict) -> WindowsParts | None:
+    winlog = obj.get("winlog")
+    if isinstance(winlog, dict) and "event_id" in winlog:  # Winlogbeat 7+ (ECS)
+        source, data = winlog, winlog.get("event_data")
+        names = ("channel", "provider_name", "computer_name")
+    elif "event_id" in obj and ("event_data" in obj or "log_name" in obj):  # Winlogbeat 6
+        source, data = obj, obj.get("event_data")
+        names = ("log_name", "source_name", "computer_name")
+    else:
+        return None
+    event_id = _event_id(source.get("event_id"))
+    if event_id is None:
+        return None
+    channel, provider, computer = (source.get(n) for n in names)
+    return WindowsParts(event_id, channel, provider, computer, obj.get("@timestamp"),
+                        _event_data(data))
+
+
+_FLAT_ID_KEYS = ("EventID", "EventId", "EventCode", "Id")
+_FLAT_SYSTEM_KEYS = frozenset((
+    *_FLAT_ID_KEYS, "Channel", "LogName", "SourceName", "ProviderName", "Provider", "Computer",
+    "Hostname", "ComputerName", "MachineName", "@timestamp", "TimeCreated", "EventTime",
+    "TimeGenerated", "EventData"))
+
+
+def _flat_shape(obj: dict) -> WindowsParts | None:
+    key = next((k for k in _FLAT_ID_KEYS if k in obj), None)
+    if key is None or (key in ("Id", "EventCode") and not _has_any(obj, "LogName", "Channel")):
+        return None  # a bare "Id" is any JSON's id, not a Windows event id
+    event_id = _event_id(obj[key])
+    if event_id is None:
+        return None
+    nested = obj.get("EventData")
+    data = _event_data(nested) if isinstance(nested, dict) else {
+        k: v for k, v in obj.items() if k not in _FLAT_SYSTEM_KEYS}
+    return WindowsParts(
+        event_id, _first(obj, "Channel", "LogName"),
+        _first(obj, "ProviderName", "SourceName", "Provider"),
+        _first(obj, "Computer", "Hostname", "ComputerName", "MachineName"),
+        _first(obj, "@timestamp", "TimeCreated", "EventTime", "TimeGenerated", "UtcTime"), data)
+
+
+def _has_any(obj: dict, *keys: str) -> bool:
+    return any(k in obj for k in keys)
+
+
+def _first(obj: dict, *keys: str) -> Any:
+    return next((obj[k] for k in keys if obj.get(k) not in (None, "")), None)
+
+
+def _event_id(value: Any) -> int | None:
+    if isinstance(value, dict):  # {"#text": 4625, "#attributes": {"Qualifiers": ...}}
+        value = value.get("#text", value.get("value"))
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """`{"#attributes": {"Name": x}}` (evtx_dump), `{"@Name": x}` (xmltodict), or the value."""
+    if isinstance(value, dict):
+        attributes = value.get("#attributes")
+        if isinstance(attributes, dict) and name in attributes:
+            return attributes[name]
+        return value.get("@" + name, value.get(name))
+    return value
+
+
+def _event_data(value: Any) -> dict:
+    """EventData as a flat dict, also from xmltodict's `{"Data": [{"@Name": k, "#text": v}]}`."""
+    if not isinstance(value, dict):
+        return {}
+    items = value.get("Data")
+    if isinstance(items, dict):
+        items = [items]
+    if isinstance(items, list) and items and all(isinstance(i, dict) for i in items):
+        return {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
+    return dict(value)
+
+
+def _data_name(item: dict) -> str | None:
+    name = item.get("@Name", item.get("Name"))
+    return name if isinstance(name, str) else None
+
+
+def _user_data(value: Any) -> dict:
+    """UserData wraps its keys in one element (e.g. `LogFileCleared`): unwrap it."""
+    if not isinstance(value, dict):
+        return {}
+    inner = [v for k, v in value.items() if not k.startswith(("#", "@")) and isinstance(v, dict)]
+    return {k: v for d in inner for k, v in d.items() if not k.startswith(("#", "@"))}
+
+
+def _ip(value: Any) -> str | None:
+    if not isinstance(value, str) or value in ("", "-"):
+        return None
+    return value.removeprefix("::ffff:")
+
+
+def _user(value: Any) -> str | None:
+    return value if isinstance(value, str) and value not in ("", "-") else None
+
+
+def _summary(head: str, data: dict) -> str:
+    keys = [k for k in _WINDOWS_SUMMARY_KEYS if k in data]
+    keys += [k for k in data if k not in keys][: max(0, 6 - len(keys))]
+    pairs = " ".join(f"{k}={data[k]}" for k in keys if data[k] not in (None, "", "-"))
+    return f"{head}: {pairs}"[:_SUMMARY_MAX] if pairs else head
+
+
+class WindowsParser:
+    """Windows Event Log / Sysmon events as JSON (see `windows_parts` for the shapes)."""
+
+    name = "windows"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.reference_time = reference_time
+
+    def parse(self, line: LogLine) -> Event | None:
+        obj = load_object(line.text)
+        return None if obj is None else self.parse_object(obj, line)
+
+    def parse_object(self, obj: dict, line: LogLine) -> Event | None:
+        parts = windows_parts(obj)
+        if parts is None:
+            return None
+        fields = dict(parts.data)
+        fields.update(EventID=parts.event_id, Channel=parts.channel, Provider=parts.provider,
+                      Computer=parts.computer)
+        fields = {k: v for k, v in fields.items() if v is not None}
+        src_ip = next(filter(None, map(_ip, map(parts.data.get, (
+            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress")))), None)
+        user = next(filter(None, map(_user, map(parts.data.get, (
+            "TargetUserName", "User", "SubjectUserName")))), None)
+        _set(fields, src_ip=src_ip, user=user)
+        head = f"EventID {parts.event_id} {parts.channel or ''}".rstrip()
+        return new_event(line, "windows", ts=parse_any(parts.time), host=_text(parts.computer),
+                         program=_text(parts.provider), message=_summary(head, parts.data),
+                         fields=fields)
+
+
+def _set(fields: dict, **values: Any) -> None:
+    fields.update({k: v for k, v in values.items() if v is not None})
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+# --- CloudTrail ------------------------------------------------------------------------------
+
+_CLOUDTRAIL_KEYS = ("eventName", "eventSource", "eventType", "awsRegion", "sourceIPAddress",
+                    "userAgent", "errorCode", "errorMessage", "requestParameters",
+                    "responseElements", "additionalEventData")
+_CLOUDTRAIL_DICTS = frozenset(("requestParameters", "responseElements", "additionalEventData"))
+
+
+def cloudtrail_user(identity: Any) -> str | None:
+    """userName, else the last part of the ARN, else "root" for the Root identity."""
+    if not isinstance(identity, dict):
+        return None
+    if identity.get("userName"):
+        return str(identity["userName"])
+    arn = identity.get("arn")
+    if isinstance(arn, str) and "/" in arn:
+        return arn.rsplit("/", 1)[1]
+    return "root" if identity.get("type") == "Root" else None
+
+
+class CloudTrailParser:
+    """AWS CloudTrail records (one per line; whole files go through `parse_file_json`)."""
+
+    name = "cloudtrail"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.reference_time = reference_time
+
+    def parse(self, line: LogLine) -> Event | None:
+        obj = load_object(line.text)
+        return None if obj is None else self.parse_object(obj, line)
+
+    def parse_object(self, obj: dict, line: LogLine) -> Event | None:
+        if "eventSource" not in obj or "eventName" not in obj:
+            return None
+        fields = {k: obj.get(k) for k in _CLOUDTRAIL_KEYS if k in obj or k in _CLOUDTRAIL_DICTS}
+        identity = obj.get("userIdentity")
+        identity = identity if isinstance(identity, dict) else {}
+        _set(fields, userIdentity_type=identity.get("type"), userIdentity_arn=identity.get("arn"),
+             user=cloudtrail_user(identity), src_ip=_text(obj.get("sourceIPAddress")))
+        message = " ".join(str(fields[k]) for k in ("eventSource", "eventName", "user", "errorCode")
+                           if fields.get(k))
+        return new_event(line, "cloudtrail", ts=parse_any(obj.get("eventTime")),
+                         program=_text(obj.get("eventSource")), message=message, fields=fields)
+
+
+# --- any other JSON --------------------------------------------------------------------------
+
+_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime",
+              "EventTime", "time_local", "asctime", "__REALTIME_TIMESTAMP")
+_MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
+_HOST_KEYS = ("host", "hostname", "host.name", "host.hostname", "_HOSTNAME", "computer")
+_PROGRAM_KEYS = ("program", "app", "application", "service", "service.name", "logger",
+                 "logger_name", "process.name", "SYSLOG_IDENTIFIER", "_COMM")
+_IP_KEYS = ("src_ip", "source.ip", "client.ip", "client_ip", "clientip", "remote_addr",
+            "remote_ip", "srcip", "ip", "sourceIPAddress")
+_USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account")
+_PID_KEYS = ("pid", "process.pid", "_PID")
+
+
+def flatten_one_level(obj: dict) -> dict:
+    """`{"a": {"b": 1}, "c": 2}` → `{"a.b": 1, "c": 2}` (deeper values are kept as they are)."""
+    flat: dict = {}
+    for key, value in obj.items():
+        if isinstance(value, dict) and value:
+            for inner, inner_value in value.items():
+                flat[f"{key}.{inner}"] = inner_value
+        else:
+            flat[key] = value
+    return flat
+
+
+def _first_scalar(flat: dict, keys: Sequence[str]) -> Any:
+    for key in keys:
+        value = flat.get(key)
+        if value not in (None, "") and isinstance(value, (str, int, float)):
+            return value
+    return None
+
+
+class JsonParser:
+    """Any JSON object per line (app logs, journald `-o json`, Docker, Suricata EVE, …)."""
+
+    name = "json"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.reference_time = reference_time
+
+    def parse(self, line: LogLine) -> Event | None:
+        obj = load_object(line.text)
+        return None if obj is None else self.parse_object(obj, line)
+
+    def parse_object(self, obj: dict, line: LogLine) -> Event | None:
+        flat = flatten_one_level(obj)
+        fields = dict(flat)
+        _set(fields, src_ip=_text(_first_scalar(flat, _IP_KEYS)),
+             user=_text(_first_scalar(flat, _USER_KEYS)), pid=_pid(_first_scalar(flat, _PID_KEYS)))
+        message = _first_scalar(flat, _MESSAGE_KEYS)
+        if message is None:
+            message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+        return new_event(line, "json", ts=parse_any(_first_scalar(flat, _TIME_KEYS)),
+                         host=_text(_first_scalar(flat, _HOST_KEYS)),
+                         program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message),
+                         fields=fields)
+
+
+def _pid(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+# --- whole files -----------------------------------------------------------------------------
+
+_JSON_PARSERS = {"windows": WindowsParser, "cloudtrail": CloudTrailParser, "json": JsonParser}
+
+
+def parse_file_json(lines: Sequence[LogLine], *,
+                    reference_time: datetime | None = None) -> list[Event] | None:
+    """Expand a whole-file JSON document into one Event per record, or None if it is not one.
+
+    Understands `{"Records": [...]}` (CloudTrail), a top-level array, and one or more
+    concatenated (pretty-printed) objects. Each record's Event points at the line and offset
+    where the record starts; its `raw` is the record as compact JSON. A record that is not an
+    object becomes a `generic` event. Lines between record starts belong to the record above.
+    """
+    if not lines:
+        return None
+    text = "\n".join(line.text for line in lines)
+    records = _document_records(text)
+    if records is None:
+        return None
+    starts = _line_starts(lines)
+    parsers = {name: cls(reference_time=reference_time) for name, cls in _JSON_PARSERS.items()}
+    return [_record_event(obj, lines[bisect_right(starts, pos) - 1], parsers)
+            for pos, obj in records]
+
+
+def _line_starts(lines: Sequence[LogLine]) -> list[int]:
+    starts, position = [], 0
+    for line in lines:
+        starts.append(position)
+        position += len(line.text) + 1
+    return starts
+
+
+def _record_event(obj: Any, first: LogLine, parsers: dict) -> Event:
+    compact = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+    line = LogLine(source=first.source, inode=first.inode, offset=first.offset,
+                   line_no=first.line_no, text=compact, truncated=first.truncated)
+    if not isinstance(obj, dict):
+        return new_event(line, "generic", message=compact)
+    return parsers[classify_object(obj)].parse_object(obj, line)
+
+
+_BETWEEN = re.compile(r"[\s,]*")  # whitespace and the commas that separate values
+
+
+def _document_records(text: str) -> list[tuple[int, Any]] | None:
+    """(start position, value) of every record in the document, or None if it is not JSON."""
+    records: list[tuple[int, Any]] = []
+    pos = _BETWEEN.match(text, 0).end()
+    try:
+        while pos < len(text):
+            found, pos = _top_level_value(text, pos)
+            records.extend(found)
+            pos = _BETWEEN.match(text, pos).end()
+    except (ValueError, IndexError):
+        return None
+    return records or None
+
+
+def _top_level_value(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
+    if text[pos] == "[":
+        return _array_items(text, pos)
+    if text[pos] != "{":
+        raise ValueError("not a JSON object or array")
+    items, end = _records_of_object(text, pos)
+    if items is not None:
+        return items, end
+    value, end = _decoder.raw_decode(text, pos)
+    return [(pos, value)], end
+
+
+def _array_items(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
+    items: list[tuple[int, Any]] = []
+    pos = _skip_space(text, pos + 1)
+    while text[pos] != "]":
+        value, end = _decoder.raw_decode(text, pos)
+        items.append((pos, value))
+        pos = _BETWEEN.match(text, end).end()
+    return items, pos + 1
+
+
+def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | None, int]:
+    """Walk the keys of the object at `pos`; the items of its top-level "Records" array, if any."""
+    items = None
+    pos = _skip_space(text, pos + 1)
+    while text[pos] != "}":
+        key, pos = _decoder.raw_decode(text, pos)
+        pos = _skip_space(text, pos)
+        if text[pos] != ":":
+            raise ValueError("expected ':'")
+        pos = _skip_space(text, pos + 1)
+        if key == "Records" and text[pos] == "[":
+            items, pos = _array_items(text, pos)
+        else:
+            _, pos = _decoder.raw_decode(text, pos)
+        pos = _BETWEEN.match(text, pos).end()
+    return items, pos + 1
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while text[pos] in " \t\r\n":
+        pos += 1
+    return pos

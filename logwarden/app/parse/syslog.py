@@ -1,0 +1,107 @@
+"""Syslog as files hold it: RFC 3164 (auth.log, secure, messages), the ISO-timestamped variant
+rsyslog writes with RSYSLOG_FileFormat, and RFC 5424.
+
+Owns the header grammar (PRI, timestamp, host, `program[pid]:` tag). Does not split sshd/PAM/sudo
+messages into fields: detectors read `message`. Year-less dates get their year from
+`timestamps.YearGuesser`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from logwarden.app.models import Event, LogLine
+from logwarden.app.parse.base import new_event
+from logwarden.app.parse.timestamps import MONTHS, YearGuesser, micros, parse_iso
+
+# host: no brackets and not ending in ':' (else it is a tag: "sshd[1]: …" has no host)
+# tag:  program, optionally "(module)" as in "sshd(pam_unix)", optionally "[pid]", then ':'
+_HOST_TAG_MSG = (r" +(?:([^\s\[\]]*[^\s\[\]:]) +)?"
+                 r"(?:([^\s\[\]:]+(?:\([^)\s]*\))?)(?:\[(\d+)\])?: ?)?(.*)")
+_BSD = re.compile(r"(?:<(\d{1,3})>)?([A-Z][A-Za-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+                  r"(?:\.(\d{1,6}))?" + _HOST_TAG_MSG)
+_ISO_HEAD = re.compile(r"(?:<(\d{1,3})>)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
+                       r"(?:Z|[+-]\d\d:\d\d)?)" + _HOST_TAG_MSG)
+_SD_ELEMENT = r'\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\]'
+_RFC5424 = re.compile(r"<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) "
+                      rf"(-|(?:{_SD_ELEMENT})+)(?: (.*))?")
+
+
+def _fields(program: str | None, pid: str | None) -> dict:
+    fields: dict = {}
+    if program:
+        fields["program"] = program
+    if pid:
+        fields["pid"] = int(pid)
+    return fields
+
+
+class SyslogParser:
+    """RFC 3164 lines and RSYSLOG_FileFormat lines (same layout, ISO 8601 timestamp)."""
+
+    name = "syslog"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.years = YearGuesser(reference_time)
+
+    def parse(self, line: LogLine) -> Event | None:
+        first = line.text[:1]
+        if first.isdigit() or first == "<":  # ISO timestamp, possibly after a <PRI>
+            event = self._parse_iso(line)
+            if event is not None:
+                return event
+        return self._parse_bsd(line)
+
+    def _parse_bsd(self, line: LogLine) -> Event | None:
+        match = _BSD.match(line.text)
+        if match is None:
+            return None
+        _pri, mon, day, hh, mm, ss, frac, host, program, pid, message = match.groups()
+        month = MONTHS.get(mon)
+        if month is None:
+            return None
+        ts = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
+        if ts is None:  # Feb 30, 25:00: not a real syslog header
+            return None
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
+                         fields=_fields(program, pid))
+
+    def _parse_iso(self, line: LogLine) -> Event | None:
+        match = _ISO_HEAD.match(line.text)
+        if match is None:
+            return None
+        _pri, stamp, host, program, pid, message = match.groups()
+        ts = parse_iso(stamp)
+        if ts is None:
+            return None
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
+                         fields=_fields(program, pid))
+
+
+def _nil(value: str) -> str | None:
+    return None if value == "-" else value
+
+
+class Rfc5424Parser:
+    """`<PRI>VERSION TIMESTAMP HOST APP-NAME PROCID MSGID [SD] MSG`."""
+
+    name = "rfc5424"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.reference_time = reference_time
+
+    def parse(self, line: LogLine) -> Event | None:
+        match = _RFC5424.match(line.text)
+        if match is None:
+            return None
+        _pri, _version, stamp, host, app, procid, msgid, sd, message = match.groups()
+        ts = None if stamp == "-" else parse_iso(stamp)
+        if ts is None and stamp != "-":
+            return None
+        program = _nil(app)
+        fields = _fields(program, procid if procid.isdigit() else None)
+        fields.update(app_name=program, msgid=_nil(msgid), structured_data=_nil(sd))
+        message = (message or "").removeprefix("\ufeff")
+        return new_event(line, "rfc5424", ts=ts, host=_nil(host), program=program,
+                         message=message, fields={k: v for k, v in fields.items() if v is not None})

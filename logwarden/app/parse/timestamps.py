@@ -1,0 +1,217 @@
+"""Timestamps as logs write them: year-less syslog dates, Apache dates, ISO 8601, epochs.
+
+Owns: turning those strings into `datetime`s (aware when the log states a zone, naive local time
+otherwise), inferring the missing year of RFC 3164 dates, and the timestamp heuristic used for
+lines no parser recognises. Impossible dates (Feb 30) give None, never an exception to callers.
+Knows nothing about Events or which format a line is.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta, timezone
+
+MONTHS = {name: i for i, name in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+MONTHS.update({name.upper(): i for name, i in list(MONTHS.items())})
+
+# A year-less date may lie this far after the reference time (clock skew, mtime set early).
+_FUTURE_SLACK = timedelta(days=1)
+# Going back further than this from one line to the next means the year rolled over (Dec → Jan).
+_ROLLOVER_JUMP = timedelta(days=180)
+_tz_cache: dict[str, timezone] = {}
+
+
+def make_datetime(year: int, month: int, day: int, hour: int, minute: int, second: int,
+                  micro: int = 0, tz: timezone | None = None) -> datetime | None:
+    """`datetime(...)`, or None when the fields are impossible (Feb 30, hour 25)."""
+    try:
+        return datetime(year, month, day, hour, minute, second, micro, tz)
+    except ValueError:
+        return None
+
+
+def micros(fraction: str | None) -> int:
+    """'123' → 123000 µs; more than 6 digits are cut (Windows writes 7)."""
+    if not fraction:
+        return 0
+    return int(fraction[:6].ljust(6, "0"))
+
+
+def offset_tz(text: str) -> timezone | None:
+    """'+0100', '-07:00', 'Z' → a fixed-offset timezone (cached, there are few)."""
+    tz = _tz_cache.get(text)
+    if tz is None:
+        tz = _parse_offset(text)
+        if tz is not None:
+            _tz_cache[text] = tz
+    return tz
+
+
+def _parse_offset(text: str) -> timezone | None:
+    if text in ("Z", "z", "UTC", "GMT"):
+        return timezone.utc
+    digits = text[1:].replace(":", "")
+    if text[:1] not in "+-" or len(digits) != 4 or not digits.isdigit():
+        return None
+    minutes = int(digits[:2]) * 60 + int(digits[2:])
+    if minutes >= 24 * 60:
+        return None
+    return timezone(timedelta(minutes=-minutes if text[0] == "-" else minutes))
+
+
+def parse_iso(text: str) -> datetime | None:
+    """ISO 8601 / RFC 3339 (also with a space, 'Z', 7 fraction digits, comma decimals)."""
+    match = _ISO.match(text)
+    if match is None:
+        return None
+    y, mo, d, h, mi, s, frac, zone = match.groups()
+    tz = offset_tz(zone) if zone else None
+    return make_datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), micros(frac), tz)
+
+
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+                  r"\s?(Z|[+-]\d\d:?\d\d)?")
+
+
+def from_epoch(value: float) -> datetime | None:
+    """Seconds (or ms / µs, when too large for seconds: journald writes µs) since 1970 → UTC."""
+    while value > 1e11:
+        value /= 1000.0
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def parse_any(value: object) -> datetime | None:
+    """A timestamp field from JSON: ISO string, epoch number, or '/Date(ms)/' (.NET JSON)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return from_epoch(float(value))
+    if not isinstance(value, str):
+        return None
+    if value.startswith("/Date("):
+        digits = re.match(r"/Date\((-?\d+)", value)
+        return from_epoch(int(digits[1]) / 1000.0) if digits else None
+    if value.replace(".", "", 1).isdigit():
+        return from_epoch(float(value))
+    return parse_iso(value)
+
+
+class YearGuesser:
+    """Supplies the year that RFC 3164 dates leave out.
+
+    A line is assumed to be no later than the reference time (the file's mtime, or now): a date
+    after it belongs to the previous year. When consecutive lines jump back by more than half a
+    year, the log crossed New Year after the reference point, and the year goes up by one.
+    """
+
+    def __init__(self, reference_time: datetime | None = None):
+        ref = reference_time or datetime.now()
+        self.ref_date = (ref + _FUTURE_SLACK).date()
+        self.ref_year = ref.year
+        self._years: dict[tuple[int, int], int] = {}
+        self.previous: datetime | None = None
+
+    def year_for(self, month: int, day: int) -> int:
+        year = self._years.get((month, day))
+        if year is None:
+            year = self._years[(month, day)] = self._guess(month, day)
+        return year
+
+    def _guess(self, month: int, day: int) -> int:
+        try:
+            candidate = date(self.ref_year, month, day)
+        except ValueError:  # Feb 29 outside a leap year, or impossible: let the caller fail
+            return self.ref_year
+        return self.ref_year - 1 if candidate > self.ref_date else self.ref_year
+
+    def settle(self, ts: datetime) -> datetime:
+        """Apply the New Year rule against the previous line and remember `ts`."""
+        previous = self.previous
+        if previous is not None and previous - ts > _ROLLOVER_JUMP:
+            bumped = make_datetime(ts.year + 1, ts.month, ts.day, ts.hour, ts.minute,
+                                   ts.second, ts.microsecond, ts.tzinfo)
+            ts = bumped or ts
+        self.previous = ts
+        return ts
+
+    def build(self, month: int, day: int, hour: int, minute: int, second: int,
+              micro: int = 0) -> datetime | None:
+        """The full naive local datetime of a year-less date, or None if it is impossible."""
+        ts = make_datetime(self.year_for(month, day), month, day, hour, minute, second, micro)
+        return None if ts is None else self.settle(ts)
+
+
+# --- the heuristic for lines no parser knows -------------------------------------------------
+
+_APACHE = re.compile(r"(\d{1,2})/([A-Z][a-z]{2})/(\d{4}):(\d\d):(\d\d):(\d\d)(?: ([+-]\d{4}))?")
+_CTIME = re.compile(r"(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+                    r"(?:\.(\d+))?(?: (\d{4}))?")
+_SLASHED = re.compile(r"(\d{2,4})[/.](\d\d)[/.](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_COMPACT = re.compile(r"(\d{2})(\d{2})(\d{2}) (\d{2})(\d{2})(\d{2})\b")  # HDFS: 081109 203615
+# Epoch seconds only where logs put them (line start: squid; audit(…)): elsewhere a 10-digit
+# number is more likely an id than a time.
+_EPOCH = re.compile(r"(?:^\[?|audit\()(1[0-9]{9})(?:\.(\d{1,6}))?(?![\d])")
+_HEAD = 80  # timestamps sit near the start; do not scan whole long lines
+
+
+def find_timestamp(text: str, years: YearGuesser) -> datetime | None:
+    """Best-effort timestamp of a free-form line (first match in its first characters)."""
+    head = text[:_HEAD]
+    for finder in (_iso_in, _apache_in, _ctime_in, _slashed_in, _compact_in, _epoch_in):
+        ts = finder(head, years)
+        if ts is not None:
+            return ts
+    return None
+
+
+def _iso_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _ISO.search(head)
+    return parse_iso(match[0]) if match else None
+
+
+def _apache_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _APACHE.search(head)
+    if match is None or match[2] not in MONTHS:
+        return None
+    d, mon, y, h, mi, s, zone = match.groups()
+    tz = offset_tz(zone) if zone else None
+    return make_datetime(int(y), MONTHS[mon], int(d), int(h), int(mi), int(s), 0, tz)
+
+
+def _ctime_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _CTIME.search(head)
+    if match is None or match[1] not in MONTHS:
+        return None
+    mon, d, h, mi, s, frac, y = match.groups()
+    month, day = MONTHS[mon], int(d)
+    if y:
+        return make_datetime(int(y), month, day, int(h), int(mi), int(s), micros(frac))
+    return years.build(month, day, int(h), int(mi), int(s), micros(frac))
+
+
+def _slashed_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _SLASHED.search(head)
+    if match is None:
+        return None
+    y, mo, d, h, mi, s, frac = match.groups()
+    year = int(y) + 2000 if len(y) == 2 else int(y)
+    return make_datetime(year, int(mo), int(d), int(h), int(mi), int(s), micros(frac))
+
+
+def _compact_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _COMPACT.match(head)
+    if match is None:
+        return None
+    y, mo, d, h, mi, s = (int(g) for g in match.groups())
+    return make_datetime(2000 + y, mo, d, h, mi, s)
+
+
+def _epoch_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _EPOCH.search(head)
+    if match is None:
+        return None
+    return from_epoch(float(match[1] + "." + (match[2] or "0")))

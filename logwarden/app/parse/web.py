@@ -1,0 +1,184 @@
+"""Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed) and error logs
+(Apache 2.2, Apache 2.4, and Nginx's error format, all under the name `apache_error`).
+
+Owns the line grammars and the request-line split. A request that is not `METHOD PATH PROTO`
+(TLS bytes sent to a plain port, `-`, scanner junk) still parses: it is kept in `request`.
+Knows nothing about what makes a request malicious (app/detect).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import datetime
+
+from logwarden.app.models import Event, LogLine
+from logwarden.app.parse.base import new_event
+from logwarden.app.parse.timestamps import MONTHS, make_datetime, micros, offset_tz, parse_iso
+
+_QUOTED = r'"((?:[^"\\]|\\.)*)"'
+_ACCESS = re.compile(rf"(?:(\S+) )?(\S+) (\S+) (\S+) \[([^\]]+)\] {_QUOTED} (\d{{3}}|-) (\d+|-)"
+                     rf"(?: {_QUOTED} {_QUOTED})?(.*)")
+_ACCESS_TIME = re.compile(r"(\d{1,2})/([A-Za-z]{3})/(\d{4}):(\d\d):(\d\d):(\d\d)(?:\.(\d+))?"
+                          r" ?([+-]\d{4})?$")
+_TIME_CACHE_MAX = 8192  # access logs repeat the same second many times
+
+_APACHE_ERROR = re.compile(
+    r"\[(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))? (\d{4})\]"
+    r" \[(?:([^\]\s:]+):)?([a-z]+\d?)\](?: \[pid (\d+)(?::tid (\d+))?\])? ?(.*)")
+_NGINX_ERROR = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) \[([a-z]+)\] (\d+)#\d+: "
+                          r"(.*)")
+_CLIENT = re.compile(r"\[client ([^\]\s]+)\] ?")
+_NGINX_CLIENT = re.compile(r", client: ([^,\s]+)")
+_ERROR_CODE = re.compile(r"\b(AH\d{5})\b")
+
+
+class AccessParser:
+    """`[vhost:port ]host ident user [time] "request" status bytes[ "referrer" "agent"][ extra]`."""
+
+    name = "access"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self._times: dict[str, datetime | None] = {}
+
+    def parse(self, line: LogLine) -> Event | None:
+        match = _ACCESS.match(line.text)
+        if match is None:
+            return None
+        vhost, client, ident, user, stamp, request, status, size, referrer, agent, extra = (
+            match.groups())
+        ts = self._time(stamp)
+        if ts is None:
+            return None
+        fields = {"src_ip": client, "request": request, **_split_request(request)}
+        _put(fields, "ident", ident)
+        _put(fields, "user", user)
+        if status != "-":
+            fields["status"] = int(status)
+        fields["bytes"] = int(size) if size != "-" else None
+        _put(fields, "referrer", referrer)
+        _put(fields, "user_agent", agent)
+        _put(fields, "extra", extra.strip() if extra else None)
+        host = vhost.rsplit(":", 1)[0] if vhost else None
+        _put(fields, "vhost", vhost)
+        return new_event(line, "access", ts=ts, host=host, message=request, fields=fields)
+
+    def _time(self, stamp: str) -> datetime | None:
+        ts = self._times.get(stamp)
+        if ts is None and stamp not in self._times:
+            if len(self._times) >= _TIME_CACHE_MAX:
+                self._times.clear()
+            ts = self._times[stamp] = _access_time(stamp)
+        return ts
+
+
+def _access_time(stamp: str) -> datetime | None:
+    match = _ACCESS_TIME.match(stamp)
+    if match is None:
+        return parse_iso(stamp)  # nginx `$time_iso8601` inside the brackets
+    d, mon, y, h, mi, s, frac, zone = match.groups()
+    month = MONTHS.get(mon.title())
+    if month is None:
+        return None
+    tz = offset_tz(zone) if zone else None
+    return make_datetime(int(y), month, int(d), int(h), int(mi), int(s), micros(frac), tz)
+
+
+def _split_request(request: str) -> dict:
+    """`GET /a?b HTTP/1.1` → method, path, protocol; HTTP/0.9 `GET /` → method, path; else {}."""
+    parts = request.split(" ")
+    if not (2 <= len(parts) <= 3 and parts[0].isalpha() and parts[0].isupper()):
+        return {}
+    if len(parts) == 3:
+        if not parts[2].startswith("HTTP/"):
+            return {}
+        return {"method": parts[0], "path": parts[1], "protocol": parts[2]}
+    return {"method": parts[0], "path": parts[1]}
+
+
+def _put(fields: dict, key: str, value: str | None) -> None:
+    if value and value != "-":
+        fields[key] = value
+
+
+def split_host_port(token: str) -> str:
+    """`1.2.3.4:5678` → `1.2.3.4`; `[::1]:80` → `::1`; a bare IPv6 `2001:db8::1:5678` → its
+    address when the remainder is one, else the token as it was."""
+    if token.startswith("["):
+        return token[1:].partition("]")[0]
+    if token.count(":") == 1:
+        return token.split(":", 1)[0]
+    if ":" in token:
+        head, _, port = token.rpartition(":")
+        if port.isdigit() and _is_ip(head) and not _is_ip(token):
+            return head
+    return token
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+class ApacheErrorParser:
+    """Apache 2.2 `[date] [level] …`, 2.4 `[date] [module:level] [pid N:tid M] …`, and
+    Nginx `YYYY/MM/DD HH:MM:SS [level] pid#tid: …`."""
+
+    name = "apache_error"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.reference_time = reference_time
+
+    def parse(self, line: LogLine) -> Event | None:
+        first = line.text[:1]
+        if first == "[":
+            return self._parse_apache(line)
+        if first.isdigit():
+            return self._parse_nginx(line)
+        return None
+
+    def _parse_apache(self, line: LogLine) -> Event | None:
+        match = _APACHE_ERROR.match(line.text)
+        if match is None or match[1] not in MONTHS:
+            return None
+        mon, d, h, mi, s, frac, y, module, level, pid, tid, rest = match.groups()
+        ts = make_datetime(int(y), MONTHS[mon], int(d), int(h), int(mi), int(s), micros(frac))
+        if ts is None:
+            return None
+        fields: dict = {"level": level}
+        _put(fields, "module", module)
+        if pid:
+            fields["pid"] = int(pid)
+        message = self._take_client(rest, fields)
+        code = _ERROR_CODE.search(message)
+        if code:
+            fields["error_code"] = code[1]
+        return new_event(line, "apache_error", ts=ts, program=module or "apache",
+                         message=message, fields=fields)
+
+    @staticmethod
+    def _take_client(rest: str, fields: dict) -> str:
+        """Move `[client IP:port]` into fields; the message keeps the text around it."""
+        client = _CLIENT.search(rest)
+        if client is None:
+            return rest
+        fields["src_ip"] = split_host_port(client[1])
+        return rest[:client.start()] + rest[client.end():]
+
+    def _parse_nginx(self, line: LogLine) -> Event | None:
+        match = _NGINX_ERROR.match(line.text)
+        if match is None:
+            return None
+        y, mo, d, h, mi, s, level, pid, message = match.groups()
+        ts = make_datetime(int(y), int(mo), int(d), int(h), int(mi), int(s))
+        if ts is None:
+            return None
+        fields: dict = {"level": level, "pid": int(pid)}
+        client = _NGINX_CLIENT.search(message)
+        if client:
+            fields["src_ip"] = client[1]
+        return new_event(line, "apache_error", ts=ts, program="nginx", message=message,
+                         fields=fields)

