@@ -1,0 +1,49 @@
+"""Exports of risk records to SIEMs: serialization to JSONL, ECS, OCSF, Splunk HEC and CEF, and
+forwarders to Splunk HEC (HTTP) and syslog (RFC 5424 over UDP/TCP).
+
+Does not read the store: callers pass records (e.g. from `Store.query_records`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from logwarden.app.errors import InputError
+from logwarden.app.export.cef import to_cef
+from logwarden.app.export.ecs import to_ecs
+from logwarden.app.export.errors import ForwardError
+from logwarden.app.export.forward import forward_splunk_hec
+from logwarden.app.export.ocsf import to_ocsf
+from logwarden.app.export.splunk import to_splunk_hec
+from logwarden.app.export.syslog import forward_syslog
+from logwarden.schemas import RiskRecord
+
+FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")
+
+
+def _json(build: Callable[[RiskRecord], dict[str, Any]]) -> Callable[[RiskRecord], str]:
+    return lambda record: json.dumps(build(record), ensure_ascii=False, separators=(",", ":"))
+
+
+_SERIALIZERS: dict[str, Callable[[RiskRecord], str]] = {
+    "jsonl": lambda record: record.model_dump_json(),
+    "ecs": _json(to_ecs),
+    "ocsf": _json(to_ocsf),
+    "splunk-hec": _json(to_splunk_hec),
+    "cef": to_cef,
+}
+
+
+def export_records(records: Iterable[RiskRecord], fmt: str) -> Iterator[str]:
+    """One serialized event per record, without a trailing newline (JSON is single-line)."""
+    try:
+        serialize = _SERIALIZERS[fmt]
+    except KeyError:
+        raise InputError(f"Unknown export format {fmt!r}; use one of: {', '.join(FORMATS)}.") from None
+    return (serialize(record) for record in records)
+
+
+__all__ = ["FORMATS", "ForwardError", "export_records", "forward_splunk_hec", "forward_syslog",
+           "to_cef", "to_ecs", "to_ocsf", "to_splunk_hec"]

@@ -1,0 +1,150 @@
+"""RFC 5424 syslog framing and delivery over UDP (RFC 5426) or TCP (RFC 6587).
+
+URLs: `syslog://host:514` (UDP), `syslog+tcp://host:514` (TCP, octet-counting framing, which
+survives newlines in messages), `syslog+tcp://host:514?framing=newline` (LF-terminated, for
+receivers without octet counting). Optional `?facility=local4`.
+
+Owns: the syslog header, framing and sockets. Does not know records (callers pass text lines,
+typically CEF) except that a CEF line's severity sets the syslog severity.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import parse_qs, urlsplit
+
+from logwarden.app.errors import ConfigError
+from logwarden.app.export.errors import ForwardError
+
+FACILITIES = {"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10, "security": 13,
+              **{f"local{n}": 16 + n for n in range(8)}}
+NOTICE = 5
+UDP_MAX = 65_507  # largest UDP payload over IPv4
+BOM = "\ufeff"
+DEFAULT_PORT = 514
+
+
+@dataclass(frozen=True, slots=True)
+class SyslogTarget:
+    host: str
+    port: int
+    transport: str  # udp | tcp
+    framing: str  # octet | newline (tcp only)
+    facility: int
+
+
+def parse_syslog_url(url: str) -> SyslogTarget:
+    parts = urlsplit(url)
+    transports = {"syslog": "udp", "syslog+udp": "udp", "syslog+tcp": "tcp"}
+    if parts.scheme not in transports or not parts.hostname:
+        raise ConfigError(f"Bad syslog URL {url!r}; use syslog://host:514 (UDP) or syslog+tcp://host:514 (TCP).")
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    framing = query.get("framing", "octet")
+    facility = query.get("facility", "local0")
+    if framing not in ("octet", "newline") or facility not in FACILITIES:
+        raise ConfigError(f"Bad syslog URL options in {url!r}: framing is octet|newline, "
+                          f"facility one of {', '.join(FACILITIES)}.")
+    return SyslogTarget(parts.hostname, parts.port or DEFAULT_PORT, transports[parts.scheme], framing,
+                        FACILITIES[facility])
+
+
+def cef_syslog_severity(line: str) -> int:
+    """CEF severity 0-10 → syslog severity (10 → 2 critical … 0-3 → 5 notice); NOTICE if not CEF."""
+    fields = _cef_header_fields(line)
+    if fields is None or not fields[6].isdigit():
+        return NOTICE
+    cef = int(fields[6])
+    return 2 if cef >= 9 else 3 if cef >= 7 else 4 if cef >= 4 else NOTICE
+
+
+def format_5424(msg: str, *, facility: int, severity: int, app_name: str = "logwarden",
+                hostname: str | None = None, msgid: str = "-", now: datetime | None = None) -> bytes:
+    """`<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID SD MSG`; UTF-8 MSG gets the BOM the RFC asks for."""
+    timestamp = (now or datetime.now(timezone.utc)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    header = " ".join((f"<{facility * 8 + severity}>1", timestamp, _header_token(hostname or socket.getfqdn(), 255),
+                       _header_token(app_name, 48), str(os.getpid()), _header_token(msgid, 32), "-"))
+    body = msg if msg.isascii() else BOM + msg
+    return (header + " " + body).encode("utf-8")
+
+
+def frame(message: bytes, target: SyslogTarget) -> bytes:
+    if target.transport == "udp":
+        return message
+    if target.framing == "octet":
+        return str(len(message)).encode() + b" " + message
+    return message.replace(b"\n", b" ") + b"\n"
+
+
+def forward_syslog(lines: Iterable[str], url: str, *, app_name: str = "logwarden", hostname: str | None = None,
+                   timeout: float = 10.0) -> int:
+    """Send each line as one RFC 5424 message; returns how many were sent."""
+    target = parse_syslog_url(url)
+    messages = (frame(_fit(format_5424(line, facility=target.facility, severity=cef_syslog_severity(line),
+                                       app_name=app_name, hostname=hostname), target), target)
+                for line in lines)
+    try:
+        return _send_udp(messages, target) if target.transport == "udp" else _send_tcp(messages, target, timeout)
+    except OSError as exc:
+        raise ForwardError(f"Cannot send syslog to {target.host}:{target.port} over {target.transport}: {exc}. "
+                           "Check that the receiver is running and the port is open.") from exc
+
+
+def _send_udp(messages: Iterator[bytes], target: SyslogTarget) -> int:
+    sent = 0
+    family, address = _resolve(target, socket.SOCK_DGRAM)
+    with socket.socket(family, socket.SOCK_DGRAM) as sock:
+        for message in messages:
+            sock.sendto(message, address)
+            sent += 1
+    return sent
+
+
+def _send_tcp(messages: Iterator[bytes], target: SyslogTarget, timeout: float) -> int:
+    sent = 0
+    with socket.create_connection((target.host, target.port), timeout=timeout) as sock:
+        for message in messages:
+            sock.sendall(message)
+            sent += 1
+    return sent
+
+
+def _resolve(target: SyslogTarget, kind: int) -> tuple[int, tuple]:
+    family, _, _, _, address = socket.getaddrinfo(target.host, target.port, type=kind)[0]
+    return family, address
+
+
+def _fit(message: bytes, target: SyslogTarget) -> bytes:
+    """A UDP datagram cannot exceed UDP_MAX: cut at a UTF-8 character boundary."""
+    if target.transport != "udp" or len(message) <= UDP_MAX:
+        return message
+    return message[:UDP_MAX].decode("utf-8", errors="ignore").encode("utf-8")
+
+
+def _header_token(value: str, limit: int) -> str:
+    """Header fields are PRINTUSASCII (33..126) without spaces; "-" is the nil value."""
+    token = "".join(ch for ch in value if 33 <= ord(ch) <= 126)[:limit]
+    return token or "-"
+
+
+def _cef_header_fields(line: str) -> list[str] | None:
+    """Split the first seven header fields on unescaped pipes; None when not CEF."""
+    if not line.startswith("CEF:"):
+        return None
+    fields, current, escaped = [], [], False
+    for ch in line:
+        if escaped:
+            current.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "|" and len(fields) < 7:
+            fields.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    fields.append("".join(current))
+    return fields if len(fields) >= 8 else None
