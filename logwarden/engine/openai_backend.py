@@ -18,6 +18,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+from contextlib import aclosing
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -234,8 +235,9 @@ class OpenAIEngine:
                 await self._limiter.acquire()
             endpoint = self.pool.acquire()
             if endpoint is None:
-                # a half-open probe may close a breaker soon: worth a backed-off retry
-                return _Outcome(error=self._all_down_message(), retryable=self.pool.probing())
+                # back off rather than fail at once: a cool-down ends in a half-open probe, so a
+                # short outage (a replica restarting) is ridden out within the retry budget
+                return _Outcome(error=self._all_down_message(), retryable=True)
             return await self._send(endpoint, request, schema, max_new_tokens, sampling, on_piece)
 
     async def _send(self, endpoint: Endpoint, request: Request, schema: dict | None,
@@ -272,12 +274,13 @@ class OpenAIEngine:
                 raw = await response.aread()
                 raise _HTTPStatusError(response.status_code, error_message(raw, response.status_code),
                                        parse_retry_after(response.headers.get("retry-after")))
-            async for event in source.aiter_sse():
-                piece = accumulator.feed(event.data)
-                if piece and on_piece is not None:
-                    on_piece(piece)
-                if accumulator.done:
-                    break
+            async with aclosing(source.aiter_sse()) as events:  # closed now, also on break
+                async for event in events:
+                    piece = accumulator.feed(event.data)
+                    if piece and on_piece is not None:
+                        on_piece(piece)
+                    if accumulator.done:
+                        break
         if accumulator.finish_reason is None:
             raise StreamFailed("the stream ended before the answer did (server went away?)")
 

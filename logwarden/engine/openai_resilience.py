@@ -125,10 +125,6 @@ class EndpointPool:
         chosen.sent += 1
         return chosen
 
-    def probing(self) -> bool:
-        """Some endpoint is half-open with its probe request still in flight."""
-        return any(e.breaker.probe_in_flight for e in self.endpoints)
-
     def release(self, endpoint: Endpoint, *, ok: bool | None) -> None:
         """ok=True success, False server/connection failure, None no verdict (client-side)."""
         endpoint.outstanding -= 1
@@ -147,13 +143,14 @@ class EndpointPool:
 
 
 def backoff_delay(attempt: int, *, base_s: float = 0.5, cap_s: float = 20.0,
-                  retry_after_s: float | None = None, rng: random.Random | None = None) -> float:
+                  retry_after_s: float | None = None, retry_after_cap_s: float = 120.0,
+                  rng: random.Random | None = None) -> float:
     """Seconds to wait before retry number `attempt` (0-based): "full jitter" exponential
     back-off (uniform in [0, min(cap, base·2^attempt)]), so that many clients that failed
     together do not retry together. A server's Retry-After wins, capped so a bad header cannot
     park a run for hours."""
     if retry_after_s is not None:
-        return min(max(retry_after_s, 0.0), cap_s * 3)
+        return min(max(retry_after_s, 0.0), retry_after_cap_s)
     ceiling = min(cap_s, base_s * (2 ** attempt))
     return (rng or random).uniform(0.0, ceiling)
 
