@@ -62,12 +62,17 @@ def cef_syslog_severity(line: str) -> int:
 
 
 def format_5424(msg: str, *, facility: int, severity: int, app_name: str = "logwarden",
-                hostname: str | None = None, msgid: str = "-", now: datetime | None = None) -> bytes:
-    """`<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID SD MSG`; UTF-8 MSG gets the BOM the RFC asks for."""
+                hostname: str | None = None, msgid: str = "-", now: datetime | None = None,
+                bom: bool = False) -> bytes:
+    """`<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID SD MSG`, MSG in UTF-8.
+
+    No BOM by default: receivers recognise CEF by "CEF:" at the very start of MSG, and rsyslog
+    keeps a BOM inside the message; RFC 5424 allows such MSG-ANY. `bom=True` marks non-ASCII
+    UTF-8 text with the BOM for receivers that want it."""
     timestamp = (now or datetime.now(timezone.utc)).isoformat(timespec="microseconds").replace("+00:00", "Z")
     header = " ".join((f"<{facility * 8 + severity}>1", timestamp, _header_token(hostname or socket.getfqdn(), 255),
                        _header_token(app_name, 48), str(os.getpid()), _header_token(msgid, 32), "-"))
-    body = msg if msg.isascii() else BOM + msg
+    body = BOM + msg if bom and not msg.isascii() else msg
     return (header + " " + body).encode("utf-8")
 
 
@@ -80,11 +85,11 @@ def frame(message: bytes, target: SyslogTarget) -> bytes:
 
 
 def forward_syslog(lines: Iterable[str], url: str, *, app_name: str = "logwarden", hostname: str | None = None,
-                   timeout: float = 10.0) -> int:
+                   timeout: float = 10.0, bom: bool = False) -> int:
     """Send each line as one RFC 5424 message; returns how many were sent."""
     target = parse_syslog_url(url)
     messages = (frame(_fit(format_5424(line, facility=target.facility, severity=cef_syslog_severity(line),
-                                       app_name=app_name, hostname=hostname), target), target)
+                                       app_name=app_name, hostname=hostname, bom=bom), target), target)
                 for line in lines)
     try:
         return _send_udp(messages, target) if target.transport == "udp" else _send_tcp(messages, target, timeout)
