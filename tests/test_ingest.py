@@ -52,7 +52,7 @@ def test_iter_files_explicit_file_is_kept_and_duplicates_are_dropped(tmp_path):
 
 def test_iter_files_missing_path_raises_with_the_path_in_the_message(tmp_path):
     with pytest.raises(InputError, match="nope.log: no such file"):
-        list(iter_files([tmp_path / "nope.log"]))
+        iter_files([tmp_path, tmp_path / "nope.log"])  # raised on the call, before any file
 
 
 def test_iter_files_does_not_skip_by_name(tmp_path):

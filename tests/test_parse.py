@@ -348,3 +348,22 @@ def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
 def test_every_format_name_is_a_parser():
     assert set(FORMATS) == {"syslog", "rfc5424", "access", "apache_error", "windows",
                             "cloudtrail", "json", "auditd", "generic"}
+
+
+def test_parse_stream_line_mode_keeps_every_line_and_honours_a_chosen_format():
+    texts = SSHD * 5 + ["not syslog"] * 30
+    decision, events = parse_stream(log_lines(texts), reference_time=REF)
+    events = list(events)
+    assert decision.name == "syslog" and len(events) == len(texts)
+    assert [e.line_no for e in events] == list(range(1, len(texts) + 1))
+    chosen, events = parse_stream(log_lines(ACCESS), fmt="access")
+    assert chosen.reason == "access: chosen by the user" and len(list(events)) == len(ACCESS)
+    with pytest.raises(InputError):
+        parse_stream(log_lines(ACCESS), fmt="nope")
+
+
+def test_parse_stream_invalid_multiline_json_falls_back_to_generic_lines():
+    texts = ["{", '  "Records": [', "    {oops", "  ]"]
+    decision, events = parse_stream(log_lines(texts))
+    assert decision.name == "generic" and "not valid JSON" in decision.reason
+    assert [e.format for e in events] == ["generic"] * 4

@@ -37,9 +37,15 @@ def iter_files(paths: Sequence[str | Path], *, include: Sequence[str] = (),
 
     Explicitly named files are always yielded; files found inside folders are filtered by the
     globs, matched against both the file name and its path relative to the given folder.
-    A folder that cannot be listed yields an `ErrorRow`; a path that does not exist raises.
+    A folder that cannot be listed yields an `ErrorRow`; a path that does not exist raises
+    `InputError` at once, before anything is yielded.
     """
     roots = [_checked_root(p) for p in paths]
+    return _found_files(roots, include, exclude)
+
+
+def _found_files(roots: list[Path], include: Sequence[str],
+                 exclude: Sequence[str]) -> Iterator[Path | ErrorRow]:
     seen: set[str] = set()
     for root in roots:
         if root.is_dir():

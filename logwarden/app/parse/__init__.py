@@ -85,22 +85,26 @@ def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
     """
     rest = iter(lines)
     head = _take_head(rest)
-    decision = detect_format([line.text for line in head], path)
-    if fmt is not None:
-        make_parser(fmt)  # fail now for an unknown name
-        # a JSON document stays a document when the user names its JSON kind
-        whole = decision.whole_file and fmt in _JSON_KINDS
-        decision = FormatDecision(fmt, 1.0, f"{fmt}: chosen by the user", whole_file=whole)
+    decision = _decide(head, path, fmt)
     if decision.whole_file:
-        every_line = head + list(rest)
-        events = parse_file_json(every_line, reference_time=reference_time)
+        head, rest = head + list(rest), iter(())
+        events = parse_file_json(head, reference_time=reference_time)
         if events is not None:
             return decision, iter(events)
         decision = FormatDecision("generic", 0.0, f"{decision.reason}; but it is not valid JSON, "
                                   f"so it was read line by line as generic")
-        head, rest = every_line, iter(())
     return decision, parse_lines(itertools.chain(head, rest), decision.name,
                                  reference_time=reference_time)
+
+
+def _decide(head: list[LogLine], path: str | None, fmt: str | None) -> FormatDecision:
+    decision = detect_format([line.text for line in head], path)
+    if fmt is None:
+        return decision
+    make_parser(fmt)  # fail now for an unknown name
+    # a JSON document stays a document when the user names its JSON kind
+    whole = decision.whole_file and fmt in _JSON_KINDS
+    return FormatDecision(fmt, 1.0, f"{fmt}: chosen by the user", whole_file=whole)
 
 
 def _take_head(lines: Iterator[LogLine]) -> list[LogLine]:
