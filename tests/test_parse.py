@@ -367,3 +367,16 @@ def test_parse_stream_invalid_multiline_json_falls_back_to_generic_lines():
     decision, events = parse_stream(log_lines(texts))
     assert decision.name == "generic" and "not valid JSON" in decision.reason
     assert [e.format for e in events] == ["generic"] * 4
+
+
+def test_parse_stream_says_when_a_one_line_document_was_cut_by_the_line_limit(tmp_path):
+    from logwarden.app.ingest import read_lines
+
+    document = jline({"Records": [CLOUDTRAIL_CONSOLE_LOGIN] * 400})
+    path = tmp_path / "trail.json"
+    path.write_text(document)
+    decision, events = parse_stream(read_lines(path, max_line_bytes=4096))
+    assert decision.name == "generic" and "larger max_line_bytes" in decision.reason
+    assert len(list(events)) == 1
+    decision, events = parse_stream(read_lines(path, max_line_bytes=len(document)))
+    assert decision.name == "cloudtrail" and len(list(events)) == 400

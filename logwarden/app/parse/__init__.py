@@ -91,10 +91,19 @@ def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
         events = parse_file_json(head, reference_time=reference_time)
         if events is not None:
             return decision, iter(events)
-        decision = FormatDecision("generic", 0.0, f"{decision.reason}; but it is not valid JSON, "
-                                  f"so it was read line by line as generic")
+        decision = FormatDecision("generic", 0.0, f"{decision.reason}; but it is not valid JSON"
+                                  f"{_truncation_hint(head)}, so it was read line by line")
     return decision, parse_lines(itertools.chain(head, rest), decision.name,
                                  reference_time=reference_time)
+
+
+def _truncation_hint(lines: list[LogLine]) -> str:
+    """CloudTrail delivers each file as one line, often longer than the ingest line limit."""
+    cut = next((line.line_no for line in lines if line.truncated), None)
+    if cut is None:
+        return ""
+    return (f" (line {cut} was cut at the ingest line limit: read the file with a larger "
+            f"max_line_bytes, e.g. 64 MiB, to expand its records)")
 
 
 def _decide(head: list[LogLine], path: str | None, fmt: str | None) -> FormatDecision:
