@@ -1,0 +1,40 @@
+"""Entry script of the audit UI: `streamlit run logwarden/ui/app.py` (what `logwarden ui` starts).
+
+Sets up the page, the optional password gate, the sidebar scope and the page navigation; each
+page lives in `views/`. The store URL comes from `LOGWARDEN_DB` (or the settings' default).
+Knows nothing of what the pages show.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from logwarden.app.errors import LogwardenError
+from logwarden.ui import auth, data, scope
+
+PAGES = (  # (file under views/, relative to this script; title; icon; url path)
+    ("overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("records.py", "Records", ":material/table_rows:", "records"),
+    ("record.py", "Record detail", ":material/description:", "record"),
+    ("triage.py", "Triage", ":material/bolt:", "triage"),
+    ("runs.py", "Runs & sources", ":material/history:", "runs"),
+    ("export.py", "Export", ":material/download:", "export"),
+)
+
+
+def main() -> None:
+    st.set_page_config(page_title="logwarden", page_icon=":material/shield:", layout="wide")
+    auth.require_password()
+    url = data.db_url()
+    try:
+        data.store_for(url)
+        scope.render_sidebar(url)
+    except LogwardenError as exc:
+        st.error(str(exc))
+        st.stop()
+    pages = [st.Page(f"views/{file}", title=title, icon=icon, url_path=path, default=(i == 0))
+             for i, (file, title, icon, path) in enumerate(PAGES)]
+    st.navigation(pages).run()
+
+
+main()

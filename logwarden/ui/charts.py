@@ -1,0 +1,64 @@
+"""Altair charts and small tables for the overview, built from the store's aggregate rows.
+
+Vega renders labels as SVG/canvas text, never as HTML, so log-derived values (IPs, users, hosts)
+are safe here. Knows nothing of the store or of Streamlit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import altair as alt
+import pandas as pd
+
+from logwarden.app.store import IndicatorCount, TechniqueCount, TimeCount
+from logwarden.schemas import RISK_LEVELS
+from logwarden.ui.text import technique_url
+
+LEVEL_COLORS = {"info": "#9aa5b1", "low": "#4c9be8", "medium": "#f2b134", "high": "#e8743b", "critical": "#c0392b"}
+_LEVEL_SCALE = alt.Scale(domain=list(RISK_LEVELS), range=[LEVEL_COLORS[level] for level in RISK_LEVELS])
+
+
+def risk_over_time(rows: Sequence[TimeCount], bucket: str) -> alt.Chart:
+    """Stacked bars of records per time bucket, one colour per risk level (info at the bottom)."""
+    frame = pd.DataFrame(rows, columns=["bucket", "level", "count"])
+    frame["order"] = frame["level"].map(RISK_LEVELS.index)
+    return (alt.Chart(frame, height=260).mark_bar()
+            .encode(x=alt.X("bucket:T", title=f"last event per {bucket} (UTC)"),
+                    y=alt.Y("sum(count):Q", title="records"),
+                    color=alt.Color("level:N", scale=_LEVEL_SCALE, sort=list(RISK_LEVELS), title="risk"),
+                    order=alt.Order("order:Q"),
+                    tooltip=["bucket:T", "level:N", "count:Q"]))
+
+
+def by_category(counts: Mapping[str, int]) -> alt.Chart:
+    frame = pd.DataFrame({"category": list(counts), "records": list(counts.values())})
+    return _bars(frame, "category", "records")
+
+
+def top_values(rows: Sequence[IndicatorCount], label: str) -> alt.Chart:
+    frame = pd.DataFrame(rows, columns=[label, "records"])
+    return _bars(frame, label, "records")
+
+
+def _bars(frame: pd.DataFrame, label: str, value: str) -> alt.Chart:
+    height = max(80, 24 * len(frame))
+    return (alt.Chart(frame, height=height).mark_bar(color="#4c78a8")
+            .encode(x=alt.X(f"{value}:Q"), y=alt.Y(f"{label}:N", sort="-x", title=None),
+                    tooltip=[f"{label}:N", f"{value}:Q"]))
+
+
+def technique_table(rows: Sequence[TechniqueCount]) -> pd.DataFrame:
+    """Tactic × technique with counts, grouped by tactic; `link` is the attack.mitre.org page."""
+    frame = pd.DataFrame(rows, columns=["technique", "tactic", "records"])
+    frame["tactic"] = frame["tactic"].replace("", "(unknown)")
+    frame["link"] = frame["technique"].map(technique_url)
+    return frame.sort_values(["tactic", "records", "technique"], ascending=[True, False, True]).reset_index(drop=True)
+
+
+def technique_matrix(rows: Sequence[TechniqueCount]) -> pd.DataFrame:
+    """The same counts pivoted: one row per tactic, one column per technique id."""
+    frame = technique_table(rows)
+    if frame.empty:
+        return frame
+    return frame.pivot_table(index="tactic", columns="technique", values="records", aggfunc="sum", fill_value=0)

@@ -1,0 +1,164 @@
+"""Everything the pages read or write, through `logwarden.app.store` only, with short-lived caching.
+
+Aggregates and record pages are cached for `TTL_S` seconds keyed on the database URL and a
+hashable form of the filter, so the reruns that every widget click causes do not query SQLite
+again; writes clear the cache so the analyst sees their own change at once. Per-record reads
+(detail, review history) are primary-key lookups and are never cached.
+
+Knows nothing of page layout or widgets.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from typing import Any
+
+import streamlit as st
+
+from logwarden.app.config import Settings
+from logwarden.app.store import (
+    ErrorInfo, IndicatorCount, RecordFilter, ReviewInfo, RunInfo, SourceState, Store, TechniqueCount,
+    TimeCount, open_store,
+)
+from logwarden.schemas import RiskRecord
+from logwarden.ui.text import csv_safe
+
+TTL_S = 30
+EXPORT_PAGE = 1000
+TOP_KINDS = ("ips", "users", "hosts")
+FilterKey = tuple[tuple[str, Any], ...]
+CSV_COLUMNS = ("id", "source", "host", "line_start", "line_end", "first_ts", "last_ts", "risk_level",
+               "risk_score", "category", "techniques", "ips", "users", "hosts", "anomaly", "trace",
+               "recommendation", "detections", "decided_by", "model", "status", "analyst_note")
+
+
+def db_url() -> str:
+    """The store URL: `LOGWARDEN_DB` (set by `logwarden ui --db`) or the settings' default.
+    Read fresh, not from the cached settings, so one process can serve different stores in tests."""
+    return Settings().db_url
+
+
+@st.cache_resource(show_spinner=False)
+def store_for(url: str) -> Store:
+    return open_store(url)
+
+
+def filter_key(f: RecordFilter) -> FilterKey:
+    """A hashable, order-stable form of a filter (st.cache_data keys on it)."""
+    return tuple((field.name, _frozen(getattr(f, field.name))) for field in fields(RecordFilter))
+
+
+def filter_from(key: FilterKey) -> RecordFilter:
+    return RecordFilter(**dict(key))
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else value
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    kpis: dict[str, Any]
+    categories: dict[str, int]
+    over_time: list[TimeCount]
+    top: dict[str, list[IndicatorCount]]
+    techniques: list[TechniqueCount]
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def overview(url: str, key: FilterKey, bucket: str = "hour") -> Overview:
+    store, f = store_for(url), filter_from(key)
+    return Overview(kpis=store.kpis(f), categories=store.counts_by_category(f),
+                    over_time=store.risk_over_time(f, bucket=bucket),
+                    top={kind: store.top_indicators(f, kind=kind, limit=10) for kind in TOP_KINDS},
+                    techniques=store.technique_counts(f))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def record_page(url: str, key: FilterKey, *, order_by: str, descending: bool, limit: int,
+                offset: int) -> list[RiskRecord]:
+    return store_for(url).query_records(filter_from(key), order_by=order_by, descending=descending,
+                                        limit=limit, offset=offset)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def record_count(url: str, key: FilterKey) -> int:
+    return store_for(url).count_records(filter_from(key))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def source_paths(url: str) -> list[str]:
+    return sorted({s.path for s in store_for(url).list_sources()})
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def sources(url: str) -> list[SourceState]:
+    return store_for(url).list_sources()
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def runs(url: str, limit: int = 50) -> list[RunInfo]:
+    return store_for(url).list_runs(limit=limit)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def errors(url: str, limit: int = 200) -> list[ErrorInfo]:
+    return store_for(url).list_errors(limit=limit)
+
+
+def record(url: str, record_id: str) -> RiskRecord | None:
+    return store_for(url).get_record(record_id)
+
+
+def reviews(url: str, record_id: str) -> list[ReviewInfo]:
+    return store_for(url).list_reviews(record_id)
+
+
+def add_review(url: str, record_id: str, *, status: str, note: str | None, reviewer: str | None) -> None:
+    store_for(url).add_review(record_id, status=status, note=note or None, reviewer=reviewer or None)
+    st.cache_data.clear()  # counts by status and the records table changed
+
+
+def store_records(url: str, records: list[RiskRecord]) -> int:
+    written = store_for(url).upsert_records(records)
+    st.cache_data.clear()
+    return written
+
+
+def iter_filtered(url: str, key: FilterKey) -> Iterator[RiskRecord]:
+    """Every record of the filter, oldest first, read page by page (never the whole table at once)."""
+    store, f, offset = store_for(url), filter_from(key), 0
+    while page := store.query_records(f, order_by="last_ts", descending=False, limit=EXPORT_PAGE, offset=offset):
+        yield from page
+        offset += len(page)
+
+
+def records_jsonl(url: str, key: FilterKey) -> str:
+    return "".join(r.model_dump_json() + "\n" for r in iter_filtered(url, key))
+
+
+def records_csv(url: str, key: FilterKey) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(CSV_COLUMNS)
+    for r in iter_filtered(url, key):
+        writer.writerow([csv_safe(str(value)) for value in csv_row(r)])
+    return buffer.getvalue()
+
+
+def csv_row(r: RiskRecord) -> list[Any]:
+    ind = r.indicators
+    return [r.id, r.source, r.host or "", r.line_start, r.line_end, r.first_ts or "", r.last_ts or "",
+            r.risk_level, r.risk_score, r.category, " ".join(t.id for t in r.techniques), " ".join(ind.ips),
+            " ".join(ind.users), " ".join(ind.hosts), r.anomaly, r.trace, r.recommendation,
+            " ".join(r.detections), r.decided_by, r.model or "", r.status, r.analyst_note or ""]
+
+
+def export_text(url: str, key: FilterKey, fmt: str) -> str:
+    """The filtered records in one of the SIEM formats of `logwarden.app.export`, one per line."""
+    from logwarden.app.export import export_records
+
+    return "".join(line + "\n" for line in export_records(list(iter_filtered(url, key)), fmt))

@@ -1,0 +1,28 @@
+"""The model for the triage page, loaded once per server process and shared by all sessions.
+
+Options come from the settings (model, adapter, quant, threads), like the CLI's defaults.
+Knows nothing of pages; never imported unless the analyst asks for the model.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from logwarden.app.backends import EngineOptions, open_engine
+from logwarden.app.config import Settings
+from logwarden.engine.api import Engine
+
+
+def engine_options() -> EngineOptions:
+    s = Settings()
+    return EngineOptions(model=s.model, adapter=s.adapter, quant=s.quant, threads=s.threads, max_batch=1)
+
+
+@st.cache_resource(show_spinner="Loading the model (first time only)…")
+def shared_engine(model: str, adapter: str | None, quant: str, threads: int | None) -> Engine:
+    return open_engine(EngineOptions(model=model, adapter=adapter, quant=quant, threads=threads, max_batch=1))
+
+
+def get_engine() -> Engine:
+    o = engine_options()
+    return shared_engine(o.model, o.adapter, o.quant, o.threads)

@@ -1,0 +1,149 @@
+"""Record detail page: the assessment, its evidence in context, provenance, and the review trail.
+
+The record id comes from the `id` query parameter (the Records page links here with it) or the
+id box. Log-derived text is shown with `st.text`/`st.code`/dataframes, or markdown-escaped.
+Reviews append to the audit trail; nothing here edits a record otherwise.
+"""
+
+from __future__ import annotations
+
+import getpass
+
+import pandas as pd
+import streamlit as st
+
+from logwarden.schemas import RiskRecord
+from logwarden.schemas.record import STATUSES
+from logwarden.ui import data
+from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines
+from logwarden.ui.text import escape_markdown, technique_link
+
+SECTIONS = (("Anomaly (异常)", "anomaly"), ("Trace (溯源)", "trace"), ("Recommendation (建议)", "recommendation"))
+
+
+def render() -> None:
+    st.title("Record detail")
+    url = data.db_url()
+    record_id = _record_id()
+    if not record_id:
+        st.info("Pick a record on the Records page, or paste its id above.")
+        return
+    record = data.record(url, record_id)
+    if record is None:
+        st.error(f"No record with id {escape_markdown(record_id, one_line=True)}. Copy an id from the Records page.")
+        return
+    _header(record)
+    _assessment(record)
+    _evidence(record)
+    _indicators_and_techniques(record)
+    _provenance(record)
+    _review(url, record)
+
+
+def _record_id() -> str:
+    given = st.query_params.get("id", "")
+    typed = st.text_input("Record id", value=given, key=f"detail_id_{given}").strip()
+    if typed and typed != given:
+        st.query_params["id"] = typed
+    return typed
+
+
+def _header(r: RiskRecord) -> None:
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Risk", f"{r.risk_level} ({r.risk_score})")
+    c2.metric("Category", r.category)
+    c3.metric("Status", r.status)
+    c4.metric("Decided by", r.decided_by)
+    st.caption(escape_markdown(f"{r.source} · lines {r.line_start}–{r.line_end} ({r.line_count}) · "
+                               f"{r.first_ts} → {r.last_ts} · host {r.host or '-'} · id {r.id}", one_line=True))
+
+
+def _assessment(r: RiskRecord) -> None:
+    for title, name in SECTIONS:
+        st.markdown(f"**{title}**")
+        st.markdown(escape_markdown(getattr(r, name)) or "—")
+    if r.llm_error:
+        st.warning(f"Model error: {escape_markdown(r.llm_error, one_line=True)}")
+
+
+def _evidence(r: RiskRecord) -> None:
+    st.subheader("Evidence")
+    st.caption(escape_markdown(f"{len(r.evidence.line_numbers)} lines of {r.source}", one_line=True))
+    stored = {line.line_no: line.text for line in r.evidence.exemplars}
+    if stored:
+        st.code("\n".join(f"{n:>7}  {text}" for n, text in sorted(stored.items())), language=None)
+    around = sorted(stored) or r.evidence.line_numbers[:20]
+    lines = context_lines(r.source, around, marked=r.evidence.line_numbers)
+    if lines is None:
+        st.caption("Context lines: the file is not readable here (moved, rotated away, or not a file).")
+        return
+    with st.expander("In context (read from the file now; > marks evidence lines)", expanded=True):
+        if changed_since_analysis(stored, lines):
+            st.warning("The file's lines differ from the stored evidence: it was rotated or rewritten since.")
+        st.code(format_lines(lines), language=None)
+
+
+def _indicators_and_techniques(r: RiskRecord) -> None:
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Indicators")
+        rows = [{"kind": kind, "value": value} for kind, values in r.indicators.model_dump().items() for value in values]
+        st.dataframe(pd.DataFrame(rows, columns=["kind", "value"]), hide_index=True, width="stretch")
+    with right:
+        st.subheader("ATT&CK techniques")
+        for t in r.techniques:
+            tactic = f" — {escape_markdown(t.tactic, one_line=True)}" if t.tactic else ""
+            st.markdown(f"- {technique_link(t.id, t.name)}{tactic}")
+        if not r.techniques:
+            st.caption("none")
+        st.subheader("Rules that fired")
+        st.text(", ".join(r.detections) or "none")
+
+
+def _provenance(r: RiskRecord) -> None:
+    st.subheader("Provenance")
+    st.dataframe(pd.DataFrame([{"decided by": r.decided_by, "model": r.model or "-", "adapter": r.adapter or "-",
+                                "prompt": r.prompt_version, "schema": r.schema_version, "run": r.run_id or "-",
+                                "stored": r.created_at}]), hide_index=True, width="stretch")
+    if r.engine_stats:
+        with st.expander("Engine stats"):
+            st.json(r.engine_stats)
+    if r.raw_model_output:
+        with st.expander("Raw model output"):
+            st.code(r.raw_model_output, language=None)
+
+
+def _review(url: str, r: RiskRecord) -> None:
+    st.subheader("Review")
+    if saved := st.session_state.pop("review_saved", None):
+        st.success(f"Review saved: {saved}")
+    with st.form(f"review_{r.id}", clear_on_submit=True):
+        status = st.selectbox("Status", STATUSES, index=STATUSES.index(r.status), key="review_status")
+        note = st.text_area("Analyst note", key="review_note")
+        reviewer = st.text_input("Reviewer", value=_default_reviewer(), key="review_reviewer")
+        if st.form_submit_button("Save review", type="primary"):
+            data.add_review(url, r.id, status=status, note=note.strip(), reviewer=reviewer.strip())
+            st.session_state["review_saved"] = status
+            st.rerun()  # redraw the header and table with the new status
+    _history(url, r.id)
+
+
+def _history(url: str, record_id: str) -> None:
+    history = data.reviews(url, record_id)
+    st.markdown("**Review history**")
+    if not history:
+        st.caption("No review yet.")
+        return
+    st.dataframe(pd.DataFrame([{"when": h.created_at, "status": h.status, "reviewer": h.reviewer or "",
+                                "note": h.note or ""} for h in history]),
+                 hide_index=True, width="stretch", key="review_history")
+
+
+def _default_reviewer() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+render()

@@ -1,0 +1,68 @@
+"""Triage page: paste a line or snippet, watch the assessment stream in, store the records.
+
+Runs the same parse → detect → digest path as batch analysis (`logwarden.app.triage`), so rules
+set the floor here too. Rules-only is the default because loading the model takes a while.
+Knows nothing of the engine's internals.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from logwarden.app.config import Settings
+from logwarden.app.errors import LogwardenError
+from logwarden.app.triage import Triage, prepare
+from logwarden.schemas import RiskRecord
+from logwarden.ui import data
+from logwarden.ui.text import escape_markdown, shorten
+
+RESULT_KEY = "triage_result"
+
+
+def render() -> None:
+    st.title("Triage")
+    text = st.text_area("Log line or snippet", height=160, key="triage_text",
+                        placeholder="Nov 29 10:00:01 bastion-1 sshd[811]: Failed password for root from 203.0.113.7 …")
+    use_model = st.toggle("Ask the model (the first use loads it, which takes a while)", key="triage_use_model")
+    if st.button("Assess", type="primary", key="triage_assess", disabled=not text.strip()):
+        st.session_state[RESULT_KEY] = _assess(text, use_model)
+    result = st.session_state.get(RESULT_KEY)
+    if result is not None:
+        _show(result)
+
+
+def _assess(text: str, use_model: bool) -> list[RiskRecord] | None:
+    try:
+        return _assess_with_model(text) if use_model else prepare(text).records(None, None)
+    except LogwardenError as exc:
+        st.error(str(exc))
+        return None
+
+
+def _assess_with_model(text: str) -> list[RiskRecord]:
+    from logwarden.ui.engine import get_engine
+
+    engine = get_engine()
+    triage: Triage = prepare(text, budget_tokens=Settings().prompt_token_budget, count_tokens=engine.count_tokens)
+    st.caption("Model output (streamed)")
+    stream = triage.stream(engine)
+    st.write_stream(stream)
+    return triage.records(stream, engine)
+
+
+def _show(records: list[RiskRecord]) -> None:
+    if not records:
+        st.success("Benign: no rule fired and the model found nothing to report.")
+        return
+    for r in records:
+        with st.container(border=True):
+            st.markdown(f"**{r.risk_level.upper()}** · {r.category} · decided by {r.decided_by}")
+            st.markdown(escape_markdown(shorten(r.anomaly, 400)))
+            st.json(r.model_dump(mode="json", exclude={"raw_model_output"}), expanded=False)
+    if st.button(f"Store {len(records)} record(s)", key="triage_store"):
+        data.store_records(data.db_url(), records)
+        st.session_state.pop(RESULT_KEY, None)
+        st.success(f"Stored: {', '.join(r.id[:12] for r in records)}. They are on the Records page now.")
+
+
+render()
