@@ -20,15 +20,19 @@ _LEVEL_SCALE = alt.Scale(domain=list(RISK_LEVELS), range=[LEVEL_COLORS[level] fo
 
 
 def risk_over_time(rows: Sequence[TimeCount], bucket: str) -> alt.Chart:
-    """Stacked bars of records per time bucket, one colour per risk level (info at the bottom)."""
+    """Stacked bars of records per time bucket, one colour per risk level (info at the bottom).
+    Each bar spans its whole bucket (x → x2), so sparse data still shows readable bars."""
     frame = pd.DataFrame(rows, columns=["bucket", "level", "count"])
+    frame["bucket"] = pd.to_datetime(frame["bucket"], utc=True).dt.tz_localize(None)
+    frame["end"] = frame["bucket"] + pd.Timedelta(hours=1 if bucket == "hour" else 24)
     frame["order"] = frame["level"].map(RISK_LEVELS.index)
-    return (alt.Chart(frame, height=260).mark_bar()
-            .encode(x=alt.X("bucket:T", title=f"last event per {bucket} (UTC)"),
+    return (alt.Chart(frame, height=260).mark_bar(stroke="white", strokeWidth=0.5)
+            .encode(x=alt.X("bucket:T", title=f"last event per {bucket} (UTC)", scale=alt.Scale(type="utc")),
+                    x2="end:T",
                     y=alt.Y("sum(count):Q", title="records"),
                     color=alt.Color("level:N", scale=_LEVEL_SCALE, sort=list(RISK_LEVELS), title="risk"),
                     order=alt.Order("order:Q"),
-                    tooltip=["bucket:T", "level:N", "count:Q"]))
+                    tooltip=[alt.Tooltip("utcyearmonthdatehours(bucket):T", title="from"), "level:N", "count:Q"]))
 
 
 def by_category(counts: Mapping[str, int]) -> alt.Chart:
@@ -42,8 +46,7 @@ def top_values(rows: Sequence[IndicatorCount], label: str) -> alt.Chart:
 
 
 def _bars(frame: pd.DataFrame, label: str, value: str) -> alt.Chart:
-    height = max(80, 24 * len(frame))
-    return (alt.Chart(frame, height=height).mark_bar(color="#4c78a8")
+    return (alt.Chart(frame, height=alt.Step(22)).mark_bar(color="#4c78a8")
             .encode(x=alt.X(f"{value}:Q"), y=alt.Y(f"{label}:N", sort="-x", title=None),
                     tooltip=[f"{label}:N", f"{value}:Q"]))
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -66,12 +67,17 @@ def _url_host(host: str) -> str:
 
 
 def _run(command: list[str], env: dict[str, str]) -> int:
+    """Run Streamlit as a child; a SIGTERM to us is passed on so no orphan server keeps the port."""
     process = subprocess.Popen(command, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: process.terminate())
     try:
-        return process.wait()
-    except KeyboardInterrupt:
-        # Streamlit got the same Ctrl-C (same process group) and shuts down; wait for it.
-        return process.wait()
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue  # Streamlit got the same Ctrl-C (same process group) and is shutting down
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -40,13 +40,10 @@ def _kpis(kpis: dict[str, Any]) -> None:
     left.metric("Open high/critical", f"{kpis['open_high_critical']:,}")
     middle.metric("Sources", f"{kpis['sources']:,}", help=f"{kpis['tracked_sources']} files tracked in total")
     right.metric("Lines analysed", f"{kpis['lines_analysed']:,}")
-    last.metric("Last run", _last_run(kpis["last_run"]))
-
-
-def _last_run(run: dict[str, Any] | None) -> str:
-    if not run:
-        return "never"
-    return f"{run['status']} · {run['started_at']:%Y-%m-%d %H:%M}"
+    run = kpis["last_run"]
+    last.metric(f"Last run ({run['status']})" if run else "Last run",
+                f"{run['started_at']:%m-%d %H:%M}" if run else "never",
+                help=f"{run['command']} started {run['started_at']:%Y-%m-%d %H:%M:%S} UTC" if run else None)
 
 
 def _breakdowns(found: data.Overview) -> None:
