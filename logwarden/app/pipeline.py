@@ -20,10 +20,10 @@ from pathlib import Path
 from logwarden.app.detect import Detector, load_rules
 from logwarden.app.digest import build_digest
 from logwarden.app.errors import LogwardenError
-from logwarden.app.ingest import TailRead, iter_files
+from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import ErrorRow, Event, LogLine, Signal
-from logwarden.app.parse import detect_format, parse_lines
+from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
 from logwarden.app.store import Store, WindowRow
 from logwarden.engine.api import Engine, Request
@@ -33,7 +33,7 @@ from logwarden.schemas.record import RiskRecord
 
 log = logging.getLogger(__name__)
 
-DETECT_SAMPLE_LINES = 50
+JSON_DOCUMENT_LINE_BYTES = 64 * 1024 * 1024
 CHARS_PER_TOKEN = 4.0  # for the raw-side of the compression ratio when no tokenizer is used
 # Words that make a window without any rule hit still worth the model's time ("suspicious" policy).
 SUSPICIOUS_WORDS = ("fail", "denied", "invalid", "error", "refused", "unauthori", "forbidden", "attack",
@@ -170,25 +170,26 @@ class Pipeline:
         inode = _inode(path)
         state = self.store.get_source(str(path), inode) if self.options.resume else None
         start_offset, start_line = (state.offset, state.line_no + 1) if state else (0, 1)
-        reader = TailRead(path, start_offset=start_offset, start_line=start_line)
+        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=_line_limit(path))
         self.process(reader, source=str(path), inode=inode, reference_time=_mtime(path),
                      fmt=state.format if state else None)
         self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
 
     def process(self, items: Iterable[LogLine | ErrorRow], *, source: str, inode: int,
-                reference_time: datetime | None = None, set_offset: bool = True, fmt: str | None = None) -> str | None:
+                reference_time: datetime | None = None, set_offset: bool = True, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, errors, miner state and
         (with `set_offset`) the offset after the last line — the last part in ONE transaction with
         the last records, so a crash never commits an offset without its records or vice versa.
         When `items` is a `TailRead`, its exact `end_offset`/`next_line_no` are what is persisted.
-        Returns the format used (None when there were no lines)."""
-        head, rest = _peek_lines(items, DETECT_SAMPLE_LINES, self._errors)
-        if not head:
-            return None
-        fmt = fmt or self._detect(head, source)
-        miner, detector = self._source_state(source, inode)
+        Returns the format used."""
         tracker = _OffsetTracker()
-        events = parse_lines(tracker.track(_chain(head, rest, self._errors)), fmt, reference_time=reference_time)
+        decision, events = parse_stream(tracker.track(self._without_errors(items)), path=source,
+                                        reference_time=reference_time, fmt=fmt)
+        if fmt is None:
+            self.metrics.formats[source] = decision.reason
+            log.info("%s: %s", source, decision.reason)
+        fmt = decision.name
+        miner, detector = self._source_state(source, inode)
         for window in windows(self._counted(events), miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s):
             self._window(window, detector.scan(window.events), miner)
@@ -211,11 +212,12 @@ class Pipeline:
             self._sources[key] = (SourceMiner(state.miner_state if state else None), Detector(self.rules))
         return self._sources[key]
 
-    def _detect(self, head: Sequence[LogLine], source: str) -> str:
-        decision = detect_format([line.text for line in head], source)
-        self.metrics.formats[source] = f"{decision.name}: {decision.reason}"
-        log.info("%s: %s", source, decision.reason)
-        return decision.name
+    def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
+        for item in items:
+            if isinstance(item, ErrorRow):
+                self._errors([item])
+            else:
+                yield item
 
     def _counted(self, events: Iterable[Event]) -> Iterator[Event]:
         for event in events:
@@ -373,26 +375,9 @@ class _OffsetTracker:
             yield line
 
 
-def _peek_lines(items: Iterable[LogLine | ErrorRow], n: int, on_error) -> tuple[list[LogLine], Iterator]:
-    iterator = iter(items)
-    head: list[LogLine] = []
-    for item in iterator:
-        if isinstance(item, ErrorRow):
-            on_error([item])
-            continue
-        head.append(item)
-        if len(head) >= n:
-            break
-    return head, iterator
-
-
-def _chain(head: list[LogLine], rest: Iterator, on_error) -> Iterator[LogLine]:
-    yield from head
-    for item in rest:
-        if isinstance(item, ErrorRow):
-            on_error([item])
-        else:
-            yield item
+def _line_limit(path: Path) -> int:
+    """CloudTrail and other `.json` documents come as one huge line: read them whole."""
+    return JSON_DOCUMENT_LINE_BYTES if ".json" in path.suffixes[-2:] else DEFAULT_MAX_LINE_BYTES
 
 
 def _inode(path: Path) -> int:

@@ -14,7 +14,7 @@ from logwarden.app.detect import Detector, load_rules
 from logwarden.app.digest import build_digest
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import LogLine, Signal
-from logwarden.app.parse import detect_format, parse_lines
+from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
 from logwarden.engine.api import Engine, Request, TextStream
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
@@ -49,9 +49,10 @@ def prepare(text: str, *, budget_tokens: int = 700, count_tokens=lambda s: len(s
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
     source = "triage:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
     log_lines = [LogLine(source=source, inode=0, offset=0, line_no=i, text=t) for i, t in enumerate(lines, 1)]
-    fmt = detect_format(lines, None).name
+    decision, events = parse_stream(log_lines)
+    fmt = decision.name
     miner = SourceMiner()
-    window = next(windows(parse_lines(log_lines, fmt), miner, source=source, inode=0, fmt=fmt,
+    window = next(windows(events, miner, source=source, inode=0, fmt=fmt,
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
     signals = Detector(load_rules()).scan(window.events)
     digest = build_digest(window, miner, signals)

@@ -74,7 +74,7 @@ def _run_records(store, run_id: str):
     from logwarden.app.store import RecordFilter
 
     filters = RecordFilter(run_id=run_id)
-    return store.query_records(filters, order_by="line_start", descending=False, limit=100_000)
+    return store.query_records(filters, order_by="risk_score", descending=True, limit=100_000)
 
 
 def _export(records, fmt: str, out: str) -> None:

@@ -34,7 +34,7 @@ def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db
     from logwarden.app.store import RecordFilter
 
     store = open_store_from(db_url)
-    filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=list(category) or None)
+    filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=tuple(category))
     records = _all_records(store, filters)
     lines = list(export_records(records, fmt))
     if forward:

@@ -40,8 +40,8 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
     from logwarden.app.store import RecordFilter
 
     store = open_store_from(db_url)
-    filters = RecordFilter(min_risk=min_risk, categories=list(category) or None, statuses=list(status) or None,
-                           sources=list(source) or None, text=search)
+    filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
+                           sources=tuple(source), text=search)
     rows = store.query_records(filters, order_by="risk_score", descending=True, limit=limit)
     if as_json:
         print_json([r.model_dump(mode="json") for r in rows])

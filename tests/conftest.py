@@ -1,0 +1,9 @@
+"""Shared test setup: helper modules in tests/ are importable; every test gets its own LOGWARDEN_HOME
+unless a test opts into the real model cache."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
