@@ -14,7 +14,7 @@ from logwarden.app.store.tables import to_utc
 from logwarden.app.store.types import ErrorInfo, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.schemas import RiskRecord, risk_rank
 
-JSON_FIELDS = ("techniques", "indicators", "evidence", "detections", "engine_stats")
+DATETIME_FIELDS = ("first_ts", "last_ts", "created_at")
 DERIVED_COLUMNS = ("risk_rank", "technique_ids", "updated_at")
 # Owned by the analyst's reviews: re-analysing the same lines must not reset them.
 REVIEW_COLUMNS = ("status", "analyst_note")
@@ -27,10 +27,10 @@ def technique_ids_text(techniques: list[dict[str, Any]]) -> str:
 
 
 def record_to_row(record: RiskRecord, *, now: datetime) -> dict[str, Any]:
-    row = record.model_dump(mode="python")
-    for name in JSON_FIELDS:
-        # JSON-safe: datetimes or other objects inside engine_stats must not break the JSON column.
-        row[name] = record.model_dump(mode="json", include={name})[name]
+    # One JSON-mode dump keeps nested values JSON-safe (e.g. datetimes inside engine_stats);
+    # the top-level datetimes go back in as objects for the UTCDateTime columns.
+    row = record.model_dump(mode="json")
+    row.update({name: getattr(record, name) for name in DATETIME_FIELDS})
     row["risk_rank"] = risk_rank(record.risk_level)
     row["technique_ids"] = technique_ids_text(row["techniques"])
     row["updated_at"] = now

@@ -61,8 +61,9 @@ def make_engine(url_text: str) -> Engine:
 
 
 def _engine_kwargs(url: URL) -> dict[str, Any]:
-    # ensure_ascii off: stored JSON keeps unicode as is, so free-text LIKE search finds "пользователь".
-    common = {"json_serializer": lambda obj: json.dumps(obj, ensure_ascii=False)}
+    # ensure_ascii off: stored JSON keeps unicode as is, so free-text LIKE search finds "пользователь";
+    # default=str: run metrics/config may carry paths or datetimes, which must not abort the run.
+    common = {"json_serializer": lambda obj: json.dumps(obj, ensure_ascii=False, default=str)}
     if not is_sqlite(url):
         return {**common, "pool_pre_ping": True}
     # check_same_thread off: Streamlit serves a session from several threads; the pool hands
