@@ -14,7 +14,7 @@ setup:
 
 setup-test: setup
 	$(PIP) install -q --disable-pip-version-check -e '.[test]'
-	./scripts/install_browser.sh
+	./scripts/install_system_deps.sh
 
 run: setup
 	logwarden analyze sample_logs --db sqlite:///$(DB)

@@ -28,3 +28,7 @@ def main(verbose: int) -> None:
 
 for _command in COMMANDS:
     main.add_command(_command)
+
+
+if __name__ == "__main__":
+    main()
