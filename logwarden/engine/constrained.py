@@ -1,0 +1,143 @@
+"""Schema-constrained decoding with xgrammar: a JSON schema becomes a grammar, the grammar a token
+mask applied to the logits at every step, one `GrammarMatcher` per sequence of a batch.
+
+Owns: compiling (cached per tokenizer and schema hash), the batch bitmask, and a token-budget
+bound derived from the schema's own limits. The grammar guarantees "valid so far", not
+"finished": a sequence is finished only when its matcher terminated (accepted the stop token).
+Does not know: models, caches or the generation loop — `generate.py` calls `mask` and `accept`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import xgrammar as xgr
+
+from logwarden.app.errors import ModelError
+
+# Characters of JSON around a value that a bound must also cover: quotes, commas, keys' colons.
+_STRUCTURE_SLACK = 8
+
+
+def schema_key(schema: dict) -> str:
+    return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+
+
+class GrammarCache:
+    """Compiled grammars per schema for one tokenizer; compiling costs ms to seconds, reuse is free."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int]):
+        self.vocab_size = vocab_size
+        self._info = xgr.TokenizerInfo.from_huggingface(
+            tokenizer, vocab_size=vocab_size, stop_token_ids=list(stop_token_ids))
+        self._compiler = xgr.GrammarCompiler(self._info, max_threads=2)
+        self._compiled: dict[str, xgr.CompiledGrammar] = {}
+        self._keep = _control_free_mask(self._info.decoded_vocab, vocab_size)
+
+    def compiled(self, schema: dict) -> xgr.CompiledGrammar:
+        key = schema_key(schema)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(schema)
+        return self._compiled[key]
+
+    def _compile(self, schema: dict) -> xgr.CompiledGrammar:
+        try:
+            # any_whitespace=False: no free whitespace, so a small model cannot pad forever
+            return self._compiler.compile_json_schema(json.dumps(schema), any_whitespace=False)
+        except Exception as exc:  # xgrammar raises plain RuntimeError/ValueError on bad schemas
+            raise ModelError(f"The JSON schema cannot be compiled to a grammar ({exc}); fix the "
+                             f"schema (supported: JSON Schema draft 2020-12 subset of xgrammar).") from exc
+
+    def constraint(self, schema: dict, batch_size: int) -> BatchConstraint:
+        return BatchConstraint(self.compiled(schema), batch_size, self.vocab_size, self._keep)
+
+
+class BatchConstraint:
+    """One matcher per sequence; rows are positions in the original batch."""
+
+    def __init__(self, compiled: xgr.CompiledGrammar, batch_size: int, vocab_size: int, keep: torch.Tensor):
+        self.matchers = [xgr.GrammarMatcher(compiled) for _ in range(batch_size)]
+        self.vocab_size = vocab_size
+        self._bitmask = xgr.allocate_token_bitmask(batch_size, vocab_size)  # (B, ceil(V/32)) int32
+        self._keep = keep  # (ceil(V/32),) int32
+
+    def mask(self, logits: torch.Tensor, rows: Sequence[int]) -> None:
+        """logits: (len(rows), V), modified in place so only grammar-valid tokens remain."""
+        for i, row in enumerate(rows):
+            self.matchers[row].fill_next_token_bitmask(self._bitmask, i)
+        bitmask = (self._bitmask[: len(rows)] & self._keep).to(logits.device, non_blocking=True)
+        xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=self.vocab_size)
+
+    def accept(self, row: int, token_id: int) -> None:
+        if not self.matchers[row].accept_token(token_id):
+            raise ModelError(f"internal: token {token_id} was sampled outside the grammar mask; "
+                             "report this bug with the schema and model used.")
+
+    def terminated(self, row: int) -> bool:
+        return self.matchers[row].is_terminated()
+
+
+def _control_free_mask(decoded_vocab: Sequence[bytes], vocab_size: int) -> torch.Tensor:
+    """Bitmask row (xgrammar layout) that bans tokens containing raw control characters.
+
+    xgrammar 0.2.9's JSON string rule admits raw U+0000–U+001F (a tab, a newline) inside strings;
+    strict parsers (pydantic, RFC 8259) reject them. With `any_whitespace=False` the document
+    never needs a raw control character (escapes are spelled with a backslash), so banning those
+    tokens outright costs nothing and makes every finished answer parse.
+    """
+    keep = torch.ones(vocab_size, dtype=torch.bool)
+    for token_id, text in enumerate(decoded_vocab[:vocab_size]):
+        if any(byte < 0x20 for byte in text):
+            keep[token_id] = False
+    return _pack_bits(keep)
+
+
+def _pack_bits(keep: torch.Tensor) -> torch.Tensor:
+    """(V,) bool → (ceil(V/32),) int32 with bit j of word i = token 32*i + j, as xgrammar packs it."""
+    words = (keep.numel() + 31) // 32
+    padded = torch.zeros(words * 32, dtype=torch.int64)
+    padded[: keep.numel()] = keep.to(torch.int64)
+    weights = torch.tensor([1 << j for j in range(32)], dtype=torch.int64)
+    packed = (padded.view(words, 32) * weights).sum(dim=1)
+    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32)
+
+
+def token_bound(schema: dict) -> int:
+    """An upper bound on tokens for any document of `schema` (every token is ≥ 1 character),
+    so a `max_new_tokens` at least this large guarantees the grammar can close the JSON."""
+    return _chars(schema, schema.get("$defs", {})) + 1  # + the stop token
+
+
+def _chars(node: dict, defs: dict) -> int:
+    if "$ref" in node:
+        return _chars(defs[node["$ref"].rsplit("/", 1)[-1]], defs)
+    if "enum" in node or "const" in node:
+        values = node.get("enum", [node.get("const")])
+        return max(len(json.dumps(v)) for v in values)
+    if "anyOf" in node or "oneOf" in node:
+        return max(_chars(n, defs) for n in node.get("anyOf", node.get("oneOf", [])))
+    return _chars_of_type(node, defs)
+
+
+def _chars_of_type(node: dict, defs: dict) -> int:
+    kind = node.get("type")
+    if kind == "object":
+        props = node.get("properties", {})
+        return 2 + sum(len(json.dumps(k)) + _STRUCTURE_SLACK + _chars(v, defs) for k, v in props.items())
+    if kind == "array":
+        if "maxItems" not in node:
+            raise ModelError(f"schema array without maxItems has no token bound: {node}; add maxItems.")
+        return 2 + node["maxItems"] * (_chars(node.get("items", {}), defs) + 1)
+    if kind == "string":
+        if "maxLength" not in node:
+            raise ModelError(f"schema string without maxLength has no token bound: {node}; add maxLength.")
+        # a JSON escape like \u00e9 spends up to 6 characters per character of the value
+        return 2 + 6 * node["maxLength"]
+    if kind in ("integer", "number", "boolean", "null"):
+        return 32
+    raise ModelError(f"schema node without a bounded type: {node}; give it a type and limits.")
+
