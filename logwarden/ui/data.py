@@ -161,4 +161,4 @@ def export_text(url: str, key: FilterKey, fmt: str) -> str:
     """The filtered records in one of the SIEM formats of `logwarden.app.export`, one per line."""
     from logwarden.app.export import export_records
 
-    return "".join(line + "\n" for line in export_records(list(iter_filtered(url, key)), fmt))
+    return "".join(line + "\n" for line in export_records(iter_filtered(url, key), fmt))

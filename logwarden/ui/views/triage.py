@@ -24,8 +24,11 @@ def render() -> None:
     text = st.text_area("Log line or snippet", height=160, key="triage_text",
                         placeholder="Nov 29 10:00:01 bastion-1 sshd[811]: Failed password for root from 203.0.113.7 …")
     use_model = st.toggle("Ask the model (the first use loads it, which takes a while)", key="triage_use_model")
-    if st.button("Assess", type="primary", key="triage_assess", disabled=not text.strip()):
-        st.session_state[RESULT_KEY] = _assess(text, use_model)
+    if st.button("Assess", type="primary", key="triage_assess"):
+        if text.strip():
+            st.session_state[RESULT_KEY] = _assess(text, use_model)
+        else:
+            st.warning("Paste at least one log line first.")
     result = st.session_state.get(RESULT_KEY)
     if result is not None:
         _show(result)

@@ -1,0 +1,56 @@
+"""Evidence context read back from log files (logwarden.ui.evidence)."""
+
+from __future__ import annotations
+
+import gzip
+
+from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines
+
+LINES = [f"Nov 29 10:00:{i:02d} host sshd[1]: line {i}" for i in range(1, 31)]
+
+
+def test_context_around_evidence_lines(tmp_path):
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(LINES) + "\n")
+    found = context_lines(str(log), [10, 20], radius=2)
+    assert [line.line_no for line in found] == [8, 9, 10, 11, 12, 18, 19, 20, 21, 22]
+    assert [line.line_no for line in found if line.is_evidence] == [10, 20]
+    assert found[2].text == LINES[9]
+
+
+def test_marked_lines_and_file_edges(tmp_path):
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(LINES) + "\n")
+    found = context_lines(str(log), [1, 30], marked=[2], radius=3)
+    assert [line.line_no for line in found] == [1, 2, 3, 4, 27, 28, 29, 30]
+    assert {line.line_no for line in found if line.is_evidence} == {1, 2, 30}
+
+
+def test_gzip_source_is_read(tmp_path):
+    log = tmp_path / "auth.log.1.gz"
+    with gzip.open(log, "wt") as fh:
+        fh.write("\n".join(LINES) + "\n")
+    assert [line.text for line in context_lines(str(log), [5], radius=0)] == [LINES[4]]
+
+
+def test_missing_or_non_file_sources_have_no_context(tmp_path):
+    assert context_lines(str(tmp_path / "gone.log"), [1]) is None
+    assert context_lines("triage:0123456789ab", [1]) is None
+    assert context_lines(str(tmp_path), [1]) is None
+
+
+def test_format_marks_evidence_and_gaps(tmp_path):
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(LINES) + "\n")
+    text = format_lines(context_lines(str(log), [3, 20], radius=1))
+    rows = text.splitlines()
+    assert rows[1].startswith(">      3  ") and rows[0].startswith("       2  ")
+    assert "     …" in rows
+
+
+def test_changed_since_analysis(tmp_path):
+    log = tmp_path / "auth.log"
+    log.write_text("\n".join(LINES) + "\n")
+    lines = context_lines(str(log), [5], radius=0)
+    assert not changed_since_analysis({5: LINES[4]}, lines)
+    assert changed_since_analysis({5: "a different line"}, lines)
