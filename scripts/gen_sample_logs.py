@@ -478,7 +478,7 @@ AUTH_SCENARIOS = {
         "brute_force", "medium", ("T1110.003",), "password spray: one try per account from 198.51.100.77")),
     "ssh_success_after_failures": Scenario(ssh_success_after_failures, Verdict(
         "brute_force", "high", ("T1110.001", "T1078"),
-        "12 failures then a password login for deploy from 203.0.113.80")),
+        "a dozen failed passwords, then a password login for deploy from 203.0.113.80")),
     "backdoor_account": Scenario(backdoor_account, Verdict(
         "account_persistence", "high", ("T1136.001", "T1098"),
         "compromised deploy runs useradd sysupdate, usermod -aG sudo, passwd")),
