@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from logwarden.engine.api import Request
+
 ANALYST_SYSTEM = """You are a security log analyst for a small SOC. You receive a digest of one window of \
 log lines from a single host: message templates with counts, the most frequent values of their \
 parameters (source IPs, users, paths, processes), the first and last timestamp, and a few exemplar \
@@ -46,6 +48,8 @@ exemplars:
 SQLI_USER = """window: host=shop-02 program=nginx 2024-05-02T10:01:13Z lines=1
 exemplars:
   198.51.100.23 - - [02/May/2024:10:01:13 +0000] "GET /products.php?id=1%27%20UNION%20SELECT%20username,password%20FROM%20users--%20 HTTP/1.1" 200 5123 "-" "sqlmap/1.7.2#stable (https://sqlmap.org)\""""
+
+SAMPLE_REQUESTS = [Request(ANALYST_SYSTEM, SSHD_USER), Request(ANALYST_SYSTEM, SQLI_USER)]
 
 
 def build_tiny_qwen(seed: int = 0):
