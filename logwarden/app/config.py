@@ -32,7 +32,7 @@ class Settings(BaseSettings):
 
     # windowing / prompt
     window_max_lines: int = 2000
-    window_max_gap_s: float = 300.0
+    window_max_gap_s: float = 900.0
     prompt_token_budget: int = 700
 
     # watcher

@@ -51,7 +51,7 @@ class RunOptions:
     max_batch: int = 8
     max_new_tokens: int = 320
     window_max_lines: int = 2000
-    window_max_gap_s: float = 300.0
+    window_max_gap_s: float = 900.0
     prompt_token_budget: int = 700
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()

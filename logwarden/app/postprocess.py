@@ -1,8 +1,9 @@
 """Post-processing: the model's JSON + the detectors' signals → validated `RiskRecord`s.
 
 Owns the merge policy (the LLM never lowers what the rules know):
-- signals of a window are grouped by category; each group becomes one record whose risk floor
-  is its highest rule level and whose category is the rules' category;
+- signals of a window are grouped by (category, key) — e.g. brute force from each source
+  address is its own record; each group becomes one record whose risk floor is its highest rule
+  level and whose category is the rules' category;
 - a valid model assessment explains the group it matches (same category, else the riskiest
   group) and may raise its level, never lower it; its techniques are kept only when they are
   in the shipped ATT&CK table;
@@ -78,6 +79,7 @@ class Provenance:
 @dataclass(slots=True)
 class _Group:
     category: str
+    key: str
     signals: list[Signal] = field(default_factory=list)
 
     @property
@@ -113,10 +115,11 @@ def result_of(generation) -> LLMResult:
 
 
 def group_signals(signals: Sequence[Signal]) -> list[_Group]:
-    """One group per category, riskiest first (ties: first evidence line)."""
-    groups: dict[str, _Group] = {}
+    """One group per (category, key), riskiest first (ties: first evidence line)."""
+    groups: dict[tuple[str, str], _Group] = {}
     for signal in signals:
-        groups.setdefault(signal.category, _Group(signal.category)).signals.append(signal)
+        key = signal.key or signal.rule_id  # unkeyed rules (kernel panic, OOM) stay apart
+        groups.setdefault((signal.category, key), _Group(signal.category, key)).signals.append(signal)
     return sorted(groups.values(), key=lambda g: (-risk_rank(g.floor), g.line_numbers[:1]))
 
 
@@ -133,8 +136,10 @@ def _techniques(ids: Sequence[str]) -> list[Technique]:
 
 
 def _events_at(window: Window, lines: Sequence[int]) -> list[Event]:
+    """The window's events at these lines (a threshold rule's earliest lines may lie in an earlier
+    window; then the group's evidence here is what this window holds of it)."""
     wanted = set(lines)
-    return [e for e in window.events if e.line_no in wanted]
+    return [e for e in window.events if e.line_no in wanted] or list(window.events)
 
 
 def _evidence(window: Window, events: Sequence[Event]) -> Evidence:
@@ -164,14 +169,15 @@ def _rules_text(group: _Group, window: Window, events: Sequence[Event], indicato
     return anomaly[:4000], trace[:4000], DEFAULT_RECOMMENDATION[group.category]
 
 
-def _record(window: Window, *, category: str, level: str, events: Sequence[Event], texts: tuple[str, str, str],
+def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], texts: tuple[str, str, str],
             techniques: list[Technique], detections: list[str], decided_by: str, prov: Provenance,
             llm: LLMResult | None) -> RiskRecord:
     anomaly, trace, recommendation = texts
     indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
-                     line_end=window.line_end, prompt_version=prov.prompt_version, discriminator=category),
+                     line_end=window.line_end, prompt_version=prov.prompt_version,
+                     discriminator=f"{category}:{key}"),
         source=window.source, inode=window.inode, host=window.host(),
         line_start=events[0].line_no, line_end=events[-1].line_no,
         first_ts=next((e.ts for e in events if e.ts), None),
@@ -197,14 +203,14 @@ def _group_record(window: Window, group: _Group, assessment: LLMAssessment | Non
         texts = (assessment.anomaly, assessment.trace, assessment.recommendation)
         tech_ids, decided = rule_techniques + list(assessment.techniques), "rules+llm"
     indicators = extract_indicators(events)
-    return _record(window, category=group.category, level=level, events=events,
+    return _record(window, category=group.category, key=group.key, level=level, events=events,
                    texts=texts or _rules_text(group, window, events, indicators),
                    techniques=_techniques(tech_ids), detections=sorted({s.rule_id for s in group.signals}),
                    decided_by=decided, prov=prov, llm=llm)
 
 
 def _llm_only_record(window: Window, assessment: LLMAssessment, prov: Provenance, llm: LLMResult) -> RiskRecord:
-    return _record(window, category=assessment.category, level=assessment.risk_level, events=window.events,
+    return _record(window, category=assessment.category, key="llm", level=assessment.risk_level, events=window.events,
                    texts=(assessment.anomaly, assessment.trace, assessment.recommendation),
                    techniques=_techniques(assessment.techniques), detections=[], decided_by="llm",
                    prov=prov, llm=llm)
