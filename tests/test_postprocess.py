@@ -92,3 +92,23 @@ def test_parse_assessment_tolerates_fences_and_rejects_extras():
     with pytest.raises(AssessmentError):
         parse_assessment('{"anomaly":"a","trace":"t","recommendation":"r","category":"benign","techniques":[],'
                          '"risk_level":"info","extra":1}')
+
+
+def test_incidents_split_by_key_and_disjoint_evidence():
+    from logwarden.app.postprocess import group_signals
+
+    def sig(rule, cat, key, lines, level="medium"):
+        return Signal(rule_id=rule, title=rule, level=level, category=cat, techniques=[], source="s",
+                      line_numbers=lines, key=key)
+
+    groups = group_signals([
+        sig("brute", "brute_force", "203.0.113.7", [1, 2, 3, 9]),
+        sig("spray", "brute_force", "203.0.113.7", [2, 4, 6]),  # overlaps: same incident
+        sig("brute", "brute_force", "198.51.100.2", [5, 7]),  # another address: another incident
+        sig("oom", "system_failure", "web01", [20, 21]),
+        sig("disk", "system_failure", "web01", [40, 41], level="high"),  # disjoint, other rule: apart
+    ])
+    shapes = sorted((g.category, g.key, tuple(s.rule_id for s in g.signals)) for g in groups)
+    assert shapes == [("brute_force", "198.51.100.2", ("brute",)), ("brute_force", "203.0.113.7", ("brute", "spray")),
+                      ("system_failure", "web01", ("disk",)), ("system_failure", "web01", ("oom",))]
+    assert groups[0].floor == "high"

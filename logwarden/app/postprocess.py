@@ -115,12 +115,27 @@ def result_of(generation) -> LLMResult:
 
 
 def group_signals(signals: Sequence[Signal]) -> list[_Group]:
-    """One group per (category, key), riskiest first (ties: first evidence line)."""
-    groups: dict[tuple[str, str], _Group] = {}
-    for signal in signals:
-        key = signal.key or signal.rule_id  # unkeyed rules (kernel panic, OOM) stay apart
-        groups.setdefault((signal.category, key), _Group(signal.category, key)).signals.append(signal)
-    return sorted(groups.values(), key=lambda g: (-risk_rank(g.floor), g.line_numbers[:1]))
+    """One group per incident, riskiest first (ties: first evidence line).
+
+    An incident is signals of one category and key (source address, account, host) that either
+    come from the same rule or whose evidence spans overlap: brute force + password spray from
+    one address is one incident, an OOM kill and a later disk error on one host are two.
+    """
+    groups: list[_Group] = []
+    for signal in sorted(signals, key=lambda s: min(s.line_numbers, default=0)):
+        home = next((g for g in groups if g.category == signal.category and g.key == signal.key
+                     and (any(s.rule_id == signal.rule_id for s in g.signals) or _overlaps(g, signal))), None)
+        if home is None:
+            home = _Group(signal.category, signal.key)
+            groups.append(home)
+        home.signals.append(signal)
+    return sorted(groups, key=lambda g: (-risk_rank(g.floor), g.line_numbers[:1]))
+
+
+def _overlaps(group: _Group, signal: Signal) -> bool:
+    lines = group.line_numbers
+    return bool(lines and signal.line_numbers) and \
+        min(signal.line_numbers) <= lines[-1] and max(signal.line_numbers) >= lines[0]
 
 
 def _pick_group(groups: Sequence[_Group], assessment: LLMAssessment) -> _Group:
@@ -177,7 +192,7 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
-                     discriminator=f"{category}:{key}"),
+                     discriminator=f"{category}:{key}:{events[0].line_no}"),
         source=window.source, inode=window.inode, host=window.host(),
         line_start=events[0].line_no, line_end=events[-1].line_no,
         first_ts=next((e.ts for e in events if e.ts), None),
