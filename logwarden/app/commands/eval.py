@@ -1,0 +1,76 @@
+"""`logwarden eval --labels FILE [PATH...]`: score the pipeline against labelled units.
+
+Runs the deterministic rules alone and, unless `--rules-only`, the rules + the model, each into
+a throw-away store, then prints recall / false-positive rate / category accuracy per source file
+and overall (a rich table on stderr, or `--json` on stdout). Scoring lives in `app/evaluate.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from logwarden.app.cli_common import (
+    engine_options,
+    err_console,
+    handle_errors,
+    json_option,
+    make_engine_options,
+    print_json,
+)
+from logwarden.app.evaluate import EvalRun, Scores, labelled_files, load_labels, run_eval
+from logwarden.app.pipeline import LLM_POLICIES
+
+
+@click.command("eval")
+@click.option("--labels", "labels_path", required=True, type=click.Path(path_type=Path),
+              help="JSONL of {file, line_start, line_end, category, risk_min, risk_max} units.")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--rules-only", is_flag=True, help="Score the deterministic detectors alone; no model is loaded.")
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="suspicious", show_default=True,
+              help="Which windows the model sees (as in analyze).")
+@click.option("--max-batch", type=int, default=None, help="Most windows per model call.")
+@engine_options
+@json_option
+@handle_errors
+def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as_json: bool, **engine_kw):
+    """Score detection recall, false positives and category accuracy against labelled log lines."""
+    units = load_labels(labels_path)
+    labels_dir = labels_path.resolve().parent
+    targets = list(paths) or labelled_files(units, labels_dir)
+    engine_opts = make_engine_options(engine_kw)
+    runs = [run_eval(units, labels_dir, targets, name="rules-only")]
+    if not rules_only:
+        from logwarden.app.backends import open_engine
+
+        err_console.print("loading model …", highlight=False)
+        engine = open_engine(engine_opts)
+        name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
+        runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, llm_policy=llm_policy,
+                             max_batch=engine_opts.max_batch))
+    if as_json:
+        print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
+    else:
+        err_console.print(results_table(runs))
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _row(name: str, scope: str, s: Scores) -> list[str]:
+    return [name, scope, f"{s.detected}/{s.attacks}", _pct(s.recall), f"{s.category_correct}/{s.attacks}",
+            _pct(s.category_accuracy), f"{s.false_positives}/{s.benign}", _pct(s.fp_rate)]
+
+
+def results_table(runs: list[EvalRun]) -> Table:
+    table = Table(title="logwarden eval", header_style="bold")
+    for column in ("run", "file", "detected", "recall", "right category", "category acc.", "FP units", "FP rate"):
+        table.add_column(column, justify="left" if column in ("run", "file") else "right")
+    for run in runs:
+        for scope, scores in run.report.per_file.items():
+            table.add_row(*_row(run.name, scope, scores))
+        table.add_row(*_row(run.name, "OVERALL", run.report.overall), style="bold", end_section=True)
+    return table

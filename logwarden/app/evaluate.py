@@ -1,0 +1,229 @@
+"""Scoring the pipeline's records against labelled units of log lines (`logwarden eval`).
+
+Owns: reading a labels file (JSONL of `{file, line_start, line_end, category, risk_min,
+risk_max?}`, extra keys such as `techniques`/`note` ignored), and the pure scoring functions:
+- an attack unit (category ≠ benign) is *detected* when some record overlapping its lines has a
+  risk ≥ its `risk_min`; its category is *correct* when one of those detecting records carries
+  the label's category;
+- a benign unit is a *false positive* when a record overlapping it has a risk above its
+  `risk_max` (no `risk_max` = any record counts);
+- a record overlaps a unit when one of its evidence line numbers lies in the unit (the span
+  `line_start..line_end` when the record lists no evidence lines).
+Scores are kept per source file and overall. Running the pipeline to get the records lives in
+`run_eval`; knows nothing of the CLI, tables or the model's internals.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from logwarden.app.errors import InputError
+from logwarden.schemas import Category, RiskLevel, risk_rank
+from logwarden.schemas.record import RiskRecord
+
+
+class LabelledUnit(BaseModel):
+    """One labelled span of lines of one file; `file` is relative to the labels file's folder."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    file: str
+    line_start: int
+    line_end: int
+    category: Category
+    risk_min: RiskLevel
+    risk_max: RiskLevel | None = None
+
+    @property
+    def is_attack(self) -> bool:
+        return self.category != "benign"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRecord:
+    """The part of a `RiskRecord` scoring needs (so tests can hand-make them)."""
+
+    source: str  # file name relative to the labels folder, as in `LabelledUnit.file`
+    line_numbers: tuple[int, ...]
+    category: str
+    risk_level: str
+
+
+@dataclass(slots=True)
+class Scores:
+    attacks: int = 0
+    detected: int = 0
+    category_correct: int = 0
+    benign: int = 0
+    false_positives: int = 0
+
+    @property
+    def recall(self) -> float | None:
+        return self.detected / self.attacks if self.attacks else None
+
+    @property
+    def fp_rate(self) -> float | None:
+        return self.false_positives / self.benign if self.benign else None
+
+    @property
+    def category_accuracy(self) -> float | None:
+        """Share of ALL attack units detected with the right category (a miss counts as wrong)."""
+        return self.category_correct / self.attacks if self.attacks else None
+
+    def add(self, other: Scores) -> None:
+        for name in ("attacks", "detected", "category_correct", "benign", "false_positives"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict:
+        return asdict(self) | {"recall": self.recall, "fp_rate": self.fp_rate,
+                               "category_accuracy": self.category_accuracy}
+
+
+@dataclass(slots=True)
+class UnitResult:
+    unit: LabelledUnit
+    detected: bool = False
+    category_correct: bool = False
+    false_positive: bool = False
+    categories_seen: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Report:
+    overall: Scores
+    per_file: dict[str, Scores]
+    units: list[UnitResult]
+
+    def as_dict(self) -> dict:
+        return {"overall": self.overall.as_dict(),
+                "per_file": {name: s.as_dict() for name, s in self.per_file.items()},
+                "missed": [u.unit.model_dump() for u in self.units if u.unit.is_attack and not u.detected],
+                "false_positives": [u.unit.model_dump() | {"categories_seen": u.categories_seen}
+                                    for u in self.units if u.false_positive]}
+
+
+# ---- labels ------------------------------------------------------------------------------------
+
+def load_labels(path: str | Path) -> list[LabelledUnit]:
+    """Read a labels JSONL; a bad line → InputError naming the line and the problem."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"labels file {path} does not exist. Fix: pass --labels with a JSONL of "
+                         f"{{file, line_start, line_end, category, risk_min, risk_max}} objects.")
+    units = []
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            units.append(_parse_label(line, path, no))
+    if not units:
+        raise InputError(f"labels file {path} holds no labelled units. Fix: add one JSON object per line.")
+    return units
+
+
+def _parse_label(line: str, path: Path, no: int) -> LabelledUnit:
+    try:
+        unit = LabelledUnit.model_validate(json.loads(line))
+    except (json.JSONDecodeError, ValidationError) as exc:
+        raise InputError(f"{path}:{no}: not a valid labelled unit ({exc}). Fix: each line needs file, "
+                         f"line_start, line_end, category (a schema category), risk_min (info..critical).") from None
+    if unit.line_end < unit.line_start:
+        raise InputError(f"{path}:{no}: line_end {unit.line_end} < line_start {unit.line_start}. Fix: swap them.")
+    return unit
+
+
+def labelled_files(units: Iterable[LabelledUnit], labels_dir: Path) -> list[Path]:
+    """The files the units name, in first-seen order, resolved against the labels' folder."""
+    seen: dict[str, Path] = {}
+    for unit in units:
+        seen.setdefault(unit.file, labels_dir / unit.file)
+    missing = [str(p) for p in seen.values() if not p.exists()]
+    if missing:
+        raise InputError(f"labelled files not found: {', '.join(missing)}. Fix: keep `file` relative to the "
+                         f"labels file's folder, or pass the files as PATH arguments.")
+    return list(seen.values())
+
+
+# ---- scoring (pure) ------------------------------------------------------------------------------
+
+def overlaps(unit: LabelledUnit, record: ScoredRecord) -> bool:
+    return record.source == unit.file and any(unit.line_start <= n <= unit.line_end for n in record.line_numbers)
+
+
+def score_unit(unit: LabelledUnit, records: Sequence[ScoredRecord]) -> UnitResult:
+    touching = [r for r in records if overlaps(unit, r)]
+    result = UnitResult(unit, categories_seen=sorted({r.category for r in touching}))
+    if unit.is_attack:
+        detecting = [r for r in touching if risk_rank(r.risk_level) >= risk_rank(unit.risk_min)]
+        result.detected = bool(detecting)
+        result.category_correct = any(r.category == unit.category for r in detecting)
+    else:
+        ceiling = risk_rank(unit.risk_max) if unit.risk_max else -1
+        result.false_positive = any(risk_rank(r.risk_level) > ceiling for r in touching)
+    return result
+
+
+def _unit_scores(result: UnitResult) -> Scores:
+    if result.unit.is_attack:
+        return Scores(attacks=1, detected=int(result.detected), category_correct=int(result.category_correct))
+    return Scores(benign=1, false_positives=int(result.false_positive))
+
+
+def score(units: Sequence[LabelledUnit], records: Sequence[ScoredRecord]) -> Report:
+    by_source: dict[str, list[ScoredRecord]] = {}
+    for record in records:
+        by_source.setdefault(record.source, []).append(record)
+    overall, per_file, results = Scores(), {}, []
+    for unit in units:
+        result = score_unit(unit, by_source.get(unit.file, []))
+        results.append(result)
+        scores = _unit_scores(result)
+        overall.add(scores)
+        per_file.setdefault(unit.file, Scores()).add(scores)
+    return Report(overall=overall, per_file=per_file, units=results)
+
+
+def scored_record(record: RiskRecord, labels_dir: Path) -> ScoredRecord:
+    """A stored record, its source made relative to the labels folder so it matches `unit.file`."""
+    lines = tuple(record.evidence.line_numbers) or tuple(range(record.line_start, record.line_end + 1))
+    return ScoredRecord(source=_relative(record.source, labels_dir), line_numbers=lines,
+                        category=record.category, risk_level=record.risk_level)
+
+
+def _relative(source: str, labels_dir: Path) -> str:
+    try:
+        return Path(source).resolve().relative_to(labels_dir.resolve()).as_posix()
+    except ValueError:
+        return source
+
+
+# ---- running the pipeline ------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class EvalRun:
+    name: str
+    report: Report
+    metrics: dict
+
+
+def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
+             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8) -> EvalRun:
+    """Analyse `paths` into a throw-away SQLite store and score the records it produced."""
+    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.store import RecordFilter, open_store
+
+    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch)
+    with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
+        store = open_store(f"sqlite:///{tmp}/eval.db")
+        try:
+            pipeline = Pipeline(store, engine, options, command=f"eval {name}")
+            metrics = pipeline.analyze(list(paths))
+            records = store.query_records(RecordFilter(run_id=pipeline.run_id), limit=1_000_000)
+        finally:
+            store.close()
+    scored = [scored_record(r, labels_dir) for r in records]
+    return EvalRun(name=name, report=score(units, scored), metrics=metrics.as_dict())
