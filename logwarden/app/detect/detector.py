@@ -9,6 +9,7 @@ and the true count in the description. It does not know the rule file format (se
 
 from __future__ import annotations
 
+import re
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,52 @@ class _Open:
         return f"{what}{where}{capped}. {spec.description}".strip()
 
 
+class _Dispatch:
+    """The rules of one format, arranged so that an event meets only rules it could satisfy.
+
+    Rules whose every alternative requires a field value (program=sudo, EventID=4625) are indexed
+    by it; rules that require one of some substrings in a field are screened together by one regex
+    of all their substrings (a benign line costs one scan); the rest are always tried.
+    """
+
+    def __init__(self, rules: list[Rule]) -> None:
+        self.always: list[Rule] = []
+        self.gated: dict[tuple[str, bool], dict[str, list[Rule]]] = {}
+        screened: dict[tuple[str, bool], tuple[set[str], list[Rule]]] = {}
+        for rule in rules:
+            lower = not rule.spec.case_sensitive
+            if (gate := rule.gate) is not None:
+                index = self.gated.setdefault((gate[0], lower), {})
+                for value in gate[1]:
+                    index.setdefault(value, []).append(rule)
+            elif (literals := rule.literal_gates) is not None:
+                for name, rule_needles in literals.items():
+                    needles, members = screened.setdefault((name, lower), (set(), []))
+                    needles.update(rule_needles)
+                    members.append(rule)
+            else:
+                self.always.append(rule)
+        self.screened = [(name, lower, _literal_regex(needles), members)
+                         for (name, lower), (needles, members) in screened.items()]
+
+    def candidates(self, view: EventView) -> list[Rule]:
+        rules = self.always
+        for (name, lower), index in self.gated.items():
+            if hit := index.get(view.text(name, lower)):  # absent fields read as "" and hit nothing
+                rules = rules + hit
+        screened = False
+        for name, lower, screen, members in self.screened:
+            if screen.search(view.text(name, lower)):
+                rules, screened = rules + members, True
+        # a rule screened on several fields may have been added more than once
+        return list(dict.fromkeys(rules)) if screened else rules
+
+
+def _literal_regex(needles: set[str]) -> re.Pattern[str]:
+    # longest first only for determinism; any hit is enough, the rules then decide
+    return re.compile("|".join(re.escape(n) for n in sorted(needles, key=lambda n: (-len(n), n))))
+
+
 class Detector:
     """Stateful rule runner: feed it events in order with `scan`; it returns the signals they make."""
 
@@ -113,7 +160,7 @@ class Detector:
         self.rules = list(load_rules() if rules is None else rules)
         self._max_keys = max_keys_per_rule
         self._any_format = [r for r in self.rules if not r.formats]
-        self._by_format: dict[str, list[Rule]] = {}
+        self._by_format: dict[str, _Dispatch] = {}
         self._states: dict[str, OrderedDict[tuple[str, str], _KeyState]] = {r.id: OrderedDict() for r in self.rules}
         self._clock: dict[str, float] = {}  # last known time per source, for events without ts
 
@@ -124,7 +171,7 @@ class Detector:
         for event in events:
             t = self._time(event)
             view = EventView(event)
-            for rule in self._rules_for(event.format):
+            for rule in self._dispatch(event.format).candidates(view):
                 self._apply(rule, view, t, opened, finished)
         finished.extend(opened.values())
         signals = [o.to_signal() for o in finished]
@@ -132,12 +179,12 @@ class Detector:
 
     # --- dispatch --------------------------------------------------------------------------
 
-    def _rules_for(self, fmt: str) -> list[Rule]:
-        rules = self._by_format.get(fmt)
-        if rules is None:
-            rules = [r for r in self.rules if fmt in r.formats] + self._any_format
-            self._by_format[fmt] = rules
-        return rules
+    def _dispatch(self, fmt: str) -> _Dispatch:
+        dispatch = self._by_format.get(fmt)
+        if dispatch is None:
+            dispatch = _Dispatch([r for r in self.rules if fmt in r.formats] + self._any_format)
+            self._by_format[fmt] = dispatch
+        return dispatch
 
     def _time(self, event: Event) -> float:
         # Events without a timestamp inherit the last one seen in their source (lines are in order).

@@ -62,36 +62,36 @@ def _stringify(value: Any) -> str:
 class EventView:
     """A read-only lens on one event for rule evaluation (one per event, reused by every rule)."""
 
-    __slots__ = ("event", "captures", "_values", "_texts")
+    __slots__ = ("event", "captures", "_values", "_plain", "_lower")
 
     def __init__(self, event: Event) -> None:
         self.event = event
         self.captures: dict[str, str] = {}  # named regex groups of the condition group in progress
         self._values: dict[str, Any] = {}
-        self._texts: dict[tuple[str, bool], str] = {}
+        self._plain: dict[str, str] = {}
+        self._lower: dict[str, str] = {}
 
     def get(self, name: str) -> Any:
         """The field's value, or None when the event has no such field."""
-        if name in self.captures:
+        if self.captures and name in self.captures:
             return self.captures[name]
-        if name in self._values:
+        try:
             return self._values[name]
-        value = self._resolve(name)
-        self._values[name] = value
-        return value
+        except KeyError:
+            value = self._values[name] = self._resolve(name)
+            return value
 
     def text(self, name: str, lower: bool) -> str:
         """The field as a string (dicts as compact JSON), lowercased when asked; '' when absent."""
-        if name in self.captures:
+        if self.captures and name in self.captures:
             value = self.captures[name]
             return value.lower() if lower else value
-        cache_key = (name, lower)
-        cached = self._texts.get(cache_key)
+        cache = self._lower if lower else self._plain
+        cached = cache.get(name)
         if cached is None:
             value = self.get(name)
             cached = "" if value is None else _stringify(value)
-            cached = cached.lower() if lower else cached
-            self._texts[cache_key] = cached
+            cache[name] = cached = cached.lower() if lower else cached
         return cached
 
     def _resolve(self, name: str) -> Any:
