@@ -17,6 +17,7 @@ from logwarden.schemas import Evidence, ExemplarLine, Indicators, RiskRecord, Te
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "logwarden" / "ui" / "app.py"
+SAMPLES = REPO / "sample_logs"
 
 AUTH_LOG = """\
 Nov 29 10:00:01 bastion-1 sshd[811]: Failed password for root from 203.0.113.7 port 50122 ssh2
@@ -54,11 +55,15 @@ def write_logs(folder: Path) -> list[Path]:
     return [auth, access]
 
 
-def fill_store(folder: Path) -> tuple[str, Store]:
-    """Analyse the fixture logs rules-only into a fresh SQLite file; returns (url, store)."""
+def fill_store(folder: Path, *, with_samples: bool = False) -> tuple[str, Store]:
+    """Analyse the fixture logs (and the repo's sample_logs/, if asked and present) rules-only into a
+    fresh SQLite file; returns (url, store)."""
     url = f"sqlite:///{folder / 'ui.db'}"
     store = open_store(url)
-    Pipeline(store, None, RunOptions(rules_only=True)).analyze(write_logs(folder / "logs"))
+    paths: list[Path] = write_logs(folder / "logs")
+    if with_samples and SAMPLES.is_dir():
+        paths += sorted(p for p in SAMPLES.iterdir() if p.is_file() and p.suffix != ".md" and p.name != "labels.jsonl")
+    Pipeline(store, None, RunOptions(rules_only=True)).analyze(paths)
     return url, store
 
 

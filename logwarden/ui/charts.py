@@ -19,20 +19,43 @@ LEVEL_COLORS = {"info": "#9aa5b1", "low": "#4c9be8", "medium": "#f2b134", "high"
 _LEVEL_SCALE = alt.Scale(domain=list(RISK_LEVELS), range=[LEVEL_COLORS[level] for level in RISK_LEVELS])
 
 
+AUTO_DAY_AFTER = pd.Timedelta(days=3)
+CHART_WIDTH_PX = 800  # typical wide-layout width; only used to pick a readable bar width
+
+
+def pick_bucket(rows: Sequence[TimeCount], choice: str) -> str:
+    """"auto": hours for up to three days of data, days beyond."""
+    if choice != "auto":
+        return choice
+    times = [row.bucket for row in rows]
+    return "day" if times and max(times) - min(times) > AUTO_DAY_AFTER else "hour"
+
+
 def risk_over_time(rows: Sequence[TimeCount], bucket: str) -> alt.Chart:
     """Stacked bars of records per time bucket, one colour per risk level (info at the bottom).
-    Each bar spans its whole bucket (x → x2), so sparse data still shows readable bars."""
+    `rows` are hourly counts; "day" sums them per day here (a few thousand rows at most)."""
     frame = pd.DataFrame(rows, columns=["bucket", "level", "count"])
     frame["bucket"] = pd.to_datetime(frame["bucket"], utc=True).dt.tz_localize(None)
-    frame["end"] = frame["bucket"] + pd.Timedelta(hours=1 if bucket == "hour" else 24)
+    if bucket == "day":
+        frame["bucket"] = frame["bucket"].dt.floor("D")
+        frame = frame.groupby(["bucket", "level"], as_index=False)["count"].sum()
     frame["order"] = frame["level"].map(RISK_LEVELS.index)
-    return (alt.Chart(frame, height=260).mark_bar(stroke="white", strokeWidth=0.5)
+    return (alt.Chart(frame, height=260).mark_bar(size=_bar_width(frame["bucket"], bucket))
             .encode(x=alt.X("bucket:T", title=f"last event per {bucket} (UTC)", scale=alt.Scale(type="utc")),
-                    x2="end:T",
                     y=alt.Y("sum(count):Q", title="records"),
                     color=alt.Color("level:N", scale=_LEVEL_SCALE, sort=list(RISK_LEVELS), title="risk"),
                     order=alt.Order("order:Q"),
-                    tooltip=[alt.Tooltip("utcyearmonthdatehours(bucket):T", title="from"), "level:N", "count:Q"]))
+                    tooltip=[alt.Tooltip("bucket:T", title="from", format="%Y-%m-%d %H:%M"), "level:N",
+                             "count:Q"]))
+
+
+def _bar_width(times: pd.Series, bucket: str) -> float:
+    """Bars as wide as their bucket on the axis, but never thinner than 3 px (sparse data stays visible)."""
+    if times.empty:
+        return 10
+    step = pd.Timedelta(hours=1 if bucket == "hour" else 24)
+    slots = (times.max() - times.min()) / step + 1
+    return float(min(40, max(3, 0.9 * CHART_WIDTH_PX / slots)))
 
 
 def by_category(counts: Mapping[str, int]) -> alt.Chart:

@@ -69,10 +69,11 @@ class Overview:
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def overview(url: str, key: FilterKey, bucket: str = "hour") -> Overview:
+def overview(url: str, key: FilterKey) -> Overview:
+    """All overview aggregates; risk over time in hours (the page rolls hours up into days)."""
     store, f = store_for(url), filter_from(key)
     return Overview(kpis=store.kpis(f), categories=store.counts_by_category(f),
-                    over_time=store.risk_over_time(f, bucket=bucket),
+                    over_time=store.risk_over_time(f, bucket="hour"),
                     top={kind: store.top_indicators(f, kind=kind, limit=10) for kind in TOP_KINDS},
                     techniques=store.technique_counts(f))
 

@@ -19,8 +19,10 @@ TOP_TITLES = {"ips": "Top source IPs", "users": "Top users", "hosts": "Top hosts
 
 def render() -> None:
     st.title("Overview")
-    bucket = st.segmented_control("Time bucket", ["hour", "day"], default="hour", required=True, key="ov_bucket")
-    found = data.overview(data.db_url(), data.filter_key(current_scope()), bucket)
+    choice = st.segmented_control("Time bucket", ["auto", "hour", "day"], default="auto", required=True,
+                                  key="ov_bucket")
+    found = data.overview(data.db_url(), data.filter_key(current_scope()))
+    bucket = charts.pick_bucket(found.over_time, choice)
     _kpis(found.kpis)
     if not found.kpis["records"]:
         st.info("No records in this scope. Analyse logs with `logwarden analyze PATH`, or widen the time range.")
