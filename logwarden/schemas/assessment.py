@@ -34,7 +34,7 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = get_args(Category)
 
 TECHNIQUE_PATTERN = r"^T[0-9]{4}([.][0-9]{3})?$"
-TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN, min_length=5, max_length=9)]
+TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]  # the pattern bounds the length
 
 TEXT_MAX = 300
 
