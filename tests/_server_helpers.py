@@ -190,7 +190,7 @@ class LlamaServer:
     `start()` again brings it back on the same port."""
 
     def __init__(self, model: Path, *, port: int | None = None, parallel: int = 4,
-                 ctx_per_slot: int = 2048, threads: int = 2, log: Path | None = None):
+                 ctx_per_slot: int = 2048, threads: int = 1, log: Path | None = None):
         self.model = model
         self.port = port or free_port()
         self.parallel = parallel
@@ -255,7 +255,8 @@ def serve(argv: list[str]) -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--ctx-per-slot", type=int, default=2048)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--poll", type=int, default=0)
     args = parser.parse_args(argv)
     import xllamacpp
 
@@ -266,6 +267,10 @@ def serve(argv: list[str]) -> None:
     params.n_ctx = args.parallel * args.ctx_per_slot  # llama-server splits n_ctx over the slots
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
+    # 0 = threads sleep instead of spinning between graph steps: on a shared 2-core box spinning
+    # workers steal the CPU the other worker needs (the same effect as OMP_WAIT_POLICY=ACTIVE)
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
     server = xllamacpp.Server(params)  # listens on params.hostnames (127.0.0.1) until the process ends
     print(f"listening {server.listening_address}", flush=True)
     while True:

@@ -88,6 +88,7 @@ class _LoopThread:
         return self.submit(coro).result()
 
     def stop(self) -> None:
+        self.run(self.loop.shutdown_asyncgens())  # close half-read SSE iterators before the loop
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
