@@ -207,11 +207,13 @@ class OpenAIEngine:
                      sampling: Sampling, on_piece: PieceSink | None) -> Generation:
         """One request to completion or to a final error; never raises (except cancellation)."""
         retries_used = 0
+        probes_left = 2 * len(self._format_modes)  # bounded even if concurrent probes interleave
         while True:
             outcome = await self._attempt_guarded(request, schema, max_new_tokens, sampling, on_piece)
             if outcome.generation is not None:
                 return outcome.generation
-            if outcome.immediate:
+            if outcome.immediate and probes_left > 0:
+                probes_left -= 1
                 continue
             if not outcome.retryable or retries_used >= self.max_retries:
                 return self._failed(outcome.error, attempts=retries_used + 1)
