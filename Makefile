@@ -17,7 +17,7 @@ setup-test: setup
 	./scripts/install_system_deps.sh
 
 run: setup
-	logwarden analyze sample_logs --db sqlite:///$(DB)
+	logwarden analyze sample_logs --exclude '*.md' --exclude labels.jsonl --db sqlite:///$(DB)
 	logwarden records list --min-risk medium --db sqlite:///$(DB)
 
 test: setup-test
