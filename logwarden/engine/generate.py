@@ -115,8 +115,10 @@ class BatchPlan:
 
 @torch.inference_mode()
 def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = Sampling(),
-              constraint: BatchConstraint | None = None, seed: int | None = None) -> Iterator[Step]:
-    """Yield one `Step` per forward pass until every row stopped or the token budget is spent."""
+              constraint: BatchConstraint | None = None, seed: int | None = None,
+              decoder: Any = None) -> Iterator[Step]:
+    """Yield one `Step` per forward pass until every row stopped or the token budget is spent.
+    `decoder`: what runs decode steps (e.g. a torch.compile'd forward); default the model."""
     device = model.device
     rows = list(range(len(plan.suffixes)))  # original index of each cache row
     prefix_len = plan.prefix.length if plan.prefix else 0
@@ -127,6 +129,10 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
     generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
     logits = prefill(model, lay, cache)  # (B, V)
     mask, positions, live = lay.attention_mask, lay.position_ids[:, -1:], list(range(len(rows)))
+    static = not _can_select(cache)
+    if static:
+        mask = _full_length_mask(mask, cache.get_max_length())
+    filled = lay.attention_mask.shape[1]  # positions written to the cache so far
     for step in range(plan.max_new_tokens):
         live_rows = [rows[i] for i in live]
         picked = sample(adjust(logits[live], seen, live_rows, sampling, constraint), sampling, generator)
@@ -139,9 +145,24 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
         tokens = torch.full((len(rows),), plan.pad_id, dtype=torch.long, device=device)
         tokens[live] = picked[[j for j, d in enumerate(done) if not d]]
         rows, live, tokens, mask, positions = _shrink(cache, live, rows, tokens, mask, positions)
-        mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)  # (B, P + T + step + 1)
+        mask = _open_next(mask, filled, static)
+        filled += 1
         positions = positions + 1
-        logits = decode_step(model, tokens.unsqueeze(1), mask, positions, cache)
+        logits = decode_step(decoder or model, tokens.unsqueeze(1), mask, positions, cache)
+
+
+def _full_length_mask(mask: torch.Tensor, cache_len: int) -> torch.Tensor:
+    """(B, P + T) → (B, cache_len) with the future zeroed: a static cache wants one mask shape
+    for every decode step, so a compiled step is traced once, not once per length."""
+    return torch.cat([mask, mask.new_zeros((mask.shape[0], cache_len - mask.shape[1]))], dim=1)
+
+
+def _open_next(mask: torch.Tensor, filled: int, static: bool) -> torch.Tensor:
+    """Unmask the position the next decode step writes: (B, filled + 1), or in place if static."""
+    if static:
+        mask[:, filled] = 1
+        return mask
+    return torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
 
 
 def _seen_tokens(plan: BatchPlan, device: torch.device) -> torch.Tensor:

@@ -183,7 +183,9 @@ def apply_adapter(model: Any, adapter: str | os.PathLike, *, merge: bool = False
 def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
                 threads: int | None = None, device: str | None = None, max_batch: int = 8,
                 attn: str | None = None, merge_adapter: bool = False, cache_dir: Path | None = None,
-                cache_kind: str = "dynamic") -> LocalEngine:
+                cache_kind: str | None = None, compile_decode: bool | None = None) -> LocalEngine:
+    """`cache_kind`/`compile_decode` None = what measured fastest on the device: static cache and a
+    compiled decode step on CUDA, dynamic cache and eager on CPU (docs/ENGINE.md)."""
     set_threads(threads)
     dev = resolve_device(device)
     source = resolve_model(model, cache_dir=cache_dir)
@@ -195,4 +197,7 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     info = EngineInfo(model_name=source.name, path=str(source.path / (source.gguf_file or "")),
                       sha256=source.sha256, quant=mode, attention=attention,
                       adapter=str(adapter) if adapter else None)
-    return LocalEngine(weights, load_tokenizer(source), info=info, max_batch=max_batch, cache_kind=cache_kind)
+    on_cuda = dev.type == "cuda"
+    return LocalEngine(weights, load_tokenizer(source), info=info, max_batch=max_batch,
+                       cache_kind=cache_kind or ("static" if on_cuda else "dynamic"),
+                       compile_decode=on_cuda if compile_decode is None else compile_decode)

@@ -24,6 +24,9 @@ from logwarden.engine.generate import BatchPlan, Step, run_batch
 from logwarden.engine.prefix_cache import PrefixCache, PrefixKV, SplitPrompt, prefill_prefix, split_prompt
 
 
+STATIC_BUCKET = 256
+
+
 @dataclass(slots=True)
 class EngineInfo:
     """What `describe()` reports beyond the live model: set by `load.py`."""
@@ -54,7 +57,8 @@ class _Tally:
 
 class LocalEngine:
     def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = 8,
-                 token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic"):
+                 token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic",
+                 compile_decode: bool = False):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.info = info or EngineInfo()
@@ -69,6 +73,8 @@ class LocalEngine:
         self.pad_id = _pad_id(tokenizer, self.stop_ids)
         self.vocab_size = int(model.config.get_text_config().vocab_size)
         self._grammars: GrammarCache | None = None
+        # CUDA graphs need fixed shapes and addresses: a compiled decode step only with a static cache
+        self._decoder = _compiled_forward(model) if compile_decode and cache_kind == "static" else None
 
     # ---- Engine interface -------------------------------------------------------------------
 
@@ -98,7 +104,7 @@ class LocalEngine:
             "device": str(self.model.device), "attention": self.info.attention,
             "threads": torch.get_num_threads(), "footprint_mb": round(_footprint_mb(self.model), 1),
             "adapter": self.info.adapter, "max_batch": self.max_batch, "prefix_reuse": self.prefix_reuse,
-            "cache": self.cache_kind, **self.info.extra,
+            "cache": self.cache_kind, "compiled_decode": self._decoder is not None, **self.info.extra,
         }
 
     # ---- planning ---------------------------------------------------------------------------
@@ -170,7 +176,7 @@ class LocalEngine:
         cache = self._new_cache(len(chunk), plan)
         _reset_peak_memory(self.model.device)
         yield from run_batch(self.model, plan, cache, sampling=sampling, constraint=constraint,
-                             seed=sampling.seed)
+                             seed=sampling.seed, decoder=self._decoder)
 
     def _batch_plan(self, chunk: list[_Job], max_new_tokens: int) -> BatchPlan:
         prefix = chunk[0].split.prefix
@@ -202,7 +208,9 @@ class LocalEngine:
 
         if self.cache_kind == "static":
             longest = max(len(s) for s in plan.suffixes) + (plan.prefix.length if plan.prefix else 0)
-            return StaticCache(config=self.model.config, max_cache_len=longest + plan.max_new_tokens)
+            # rounded up so a compiled decode step sees few distinct shapes (each one recompiles)
+            size = -(-(longest + plan.max_new_tokens) // STATIC_BUCKET) * STATIC_BUCKET
+            return StaticCache(config=self.model.config, max_cache_len=size)
         return DynamicCache()
 
     # ---- results ----------------------------------------------------------------------------
@@ -231,6 +239,12 @@ class LocalEngine:
             peak_memory_mb=_peak_memory_mb(self.model.device), batch_size=batch_size,
             attention=self.info.attention, quant=self.info.quant, device=str(self.model.device),
             model=self.info.model_name)
+
+
+def _compiled_forward(model: Any) -> Any:
+    """reduce-overhead = CUDA graphs on GPU; on CPU inductor compiles C++ (measured: docs/ENGINE.md)."""
+    mode = "reduce-overhead" if model.device.type == "cuda" else "default"
+    return torch.compile(model.forward, mode=mode, fullgraph=False)
 
 
 def _stop_ids(model: Any, tokenizer: Any) -> set[int]:
