@@ -59,11 +59,20 @@ def test_overview_shows_kpis_charts_and_techniques(ui):
     assert metric(at, "Records") == str(store.count_records())
     assert metric(at, "High") == str(store.counts_by_level()["high"])
     assert metric(at, "Lines analysed") == "15"
-    assert len(at.get("vega_lite_chart")) == 5  # risk over time, categories, top IPs/users/hosts
+    assert len(at.get("vega_lite_chart")) == 3  # risk over time, categories, top values of one kind
     techniques = frame(at, "tactic")
     assert "T1110.001" in set(techniques["technique"])
     assert set(techniques["link"].dropna()) <= {f"https://attack.mitre.org/techniques/{t.replace('.', '/')}/"
                                                 for t in techniques["technique"]}
+
+
+def test_top_chart_switches_indicator_kind(ui):
+    _, _, open_page = ui
+    at = open_page()
+    assert "203.0.113.7" in at.get("vega_lite_chart")[2].proto.spec + str(at.get("vega_lite_chart")[2].proto.datasets)
+    at.get("button_group")[1].set_value("users").run()
+    top = str(at.get("vega_lite_chart")[2].proto.datasets)
+    assert "root" in top and "203.0.113.7" not in top
 
 
 def test_sidebar_source_picker_filters_the_overview(ui):

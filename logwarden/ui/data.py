@@ -13,7 +13,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
 
 import streamlit as st
@@ -28,7 +28,6 @@ from logwarden.ui.text import csv_safe
 
 TTL_S = 30
 EXPORT_PAGE = 1000
-TOP_KINDS = ("ips", "users", "hosts")
 FilterKey = tuple[tuple[str, Any], ...]
 CSV_COLUMNS = ("id", "source", "host", "line_start", "line_end", "first_ts", "last_ts", "risk_level",
                "risk_score", "category", "techniques", "ips", "users", "hosts", "anomaly", "trace",
@@ -59,23 +58,33 @@ def _frozen(value: Any) -> Any:
     return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else value
 
 
-@dataclass(frozen=True, slots=True)
-class Overview:
-    kpis: dict[str, Any]
-    categories: dict[str, int]
-    over_time: list[TimeCount]
-    top: dict[str, list[IndicatorCount]]
-    techniques: list[TechniqueCount]
+# Overview aggregates are cached one by one, so that switching e.g. the "top" chart from IPs to
+# users costs one query, not all of them.
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def kpis(url: str, key: FilterKey) -> dict[str, Any]:
+    return store_for(url).kpis(filter_from(key))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
-def overview(url: str, key: FilterKey) -> Overview:
-    """All overview aggregates; risk over time in hours (the page rolls hours up into days)."""
-    store, f = store_for(url), filter_from(key)
-    return Overview(kpis=store.kpis(f), categories=store.counts_by_category(f),
-                    over_time=store.risk_over_time(f, bucket="hour"),
-                    top={kind: store.top_indicators(f, kind=kind, limit=10) for kind in TOP_KINDS},
-                    techniques=store.technique_counts(f))
+def categories(url: str, key: FilterKey) -> dict[str, int]:
+    return store_for(url).counts_by_category(filter_from(key))
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def risk_over_time(url: str, key: FilterKey) -> list[TimeCount]:
+    """Hourly counts; the page rolls them up into days when the range is long."""
+    return store_for(url).risk_over_time(filter_from(key), bucket="hour")
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def top_indicators(url: str, key: FilterKey, kind: str, limit: int = 10) -> list[IndicatorCount]:
+    return store_for(url).top_indicators(filter_from(key), kind=kind, limit=limit)
+
+
+@st.cache_data(ttl=TTL_S, show_spinner=False)
+def techniques(url: str, key: FilterKey) -> list[TechniqueCount]:
+    return store_for(url).technique_counts(filter_from(key))
 
 
 @st.cache_data(ttl=TTL_S, show_spinner=False)
