@@ -4,6 +4,7 @@ from logwarden.app.commands.analyze import analyze
 from logwarden.app.commands.export import export
 from logwarden.app.commands.records import db, records
 from logwarden.app.commands.triage import triage
+from logwarden.app.commands.ui import ui
 from logwarden.app.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, export, records, db]
+COMMANDS = [analyze, triage, watch, ui, export, records, db]
