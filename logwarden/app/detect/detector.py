@@ -111,14 +111,15 @@ class _Dispatch:
     """The rules of one format, arranged so that an event meets only rules it could satisfy.
 
     Rules whose every alternative requires a field value (program=sudo, EventID=4625) are indexed
-    by it; rules that require one of some substrings in a field are screened together by one regex
-    of all their substrings (a benign line costs one scan); the rest are always tried.
+    by it. Rules that require one of some substrings in a field are screened together: one regex of
+    all those substrings finds which ones occur, and only the rules needing them are tried. The
+    rest are always tried.
     """
 
     def __init__(self, rules: list[Rule]) -> None:
         self.always: list[Rule] = []
         self.gated: dict[tuple[str, bool], dict[str, list[Rule]]] = {}
-        screened: dict[tuple[str, bool], tuple[set[str], list[Rule]]] = {}
+        screened: dict[tuple[str, bool], dict[str, list[Rule]]] = {}
         for rule in rules:
             lower = not rule.spec.case_sensitive
             if (gate := rule.gate) is not None:
@@ -126,31 +127,41 @@ class _Dispatch:
                 for value in gate[1]:
                     index.setdefault(value, []).append(rule)
             elif (literals := rule.literal_gates) is not None:
-                for name, rule_needles in literals.items():
-                    needles, members = screened.setdefault((name, lower), (set(), []))
-                    needles.update(rule_needles)
-                    members.append(rule)
+                for name, needles in literals.items():
+                    by_needle = screened.setdefault((name, lower), {})
+                    for needle in needles:
+                        by_needle.setdefault(needle, []).append(rule)
             else:
                 self.always.append(rule)
-        self.screened = [(name, lower, _literal_regex(needles), members)
-                         for (name, lower), (needles, members) in screened.items()]
+        self.screened = [(name, lower, *_screen(by_needle)) for (name, lower), by_needle in screened.items()]
 
     def candidates(self, view: EventView) -> list[Rule]:
-        rules = self.always
+        rules, text = self.always, view.text
         for (name, lower), index in self.gated.items():
-            if hit := index.get(view.text(name, lower)):  # absent fields read as "" and hit nothing
+            if hit := index.get(text(name, lower)):  # absent fields read as "" and hit nothing
                 rules = rules + hit
-        screened = False
-        for name, lower, screen, members in self.screened:
-            if screen.search(view.text(name, lower)):
-                rules, screened = rules + members, True
-        # a rule screened on several fields may have been added more than once
-        return list(dict.fromkeys(rules)) if screened else rules
+        found: dict[Rule, None] | None = None
+        for name, lower, screen, rules_for in self.screened:
+            subject = text(name, lower)
+            match = screen.search(subject)
+            while match is not None:  # restart one past each hit: needles may overlap
+                if found is None:
+                    found = {}
+                found.update(rules_for[match.group()])
+                match = screen.search(subject, match.start() + 1)
+        if found is None:
+            return rules
+        return rules + [r for r in found if r not in rules]
 
 
-def _literal_regex(needles: set[str]) -> re.Pattern[str]:
-    # longest first only for determinism; any hit is enough, the rules then decide
-    return re.compile("|".join(re.escape(n) for n in sorted(needles, key=lambda n: (-len(n), n))))
+def _screen(by_needle: dict[str, list[Rule]]) -> tuple[re.Pattern[str], dict[str, dict[Rule, None]]]:
+    """A regex finding, at a position, the longest needle starting there, and for each needle the
+    rules it satisfies. Every needle that matches at a position is a prefix of the longest one
+    there, so a needle's rules include those of its prefixes."""
+    needles = sorted(by_needle, key=lambda n: (-len(n), n))
+    regex = re.compile("|".join(map(re.escape, needles)))
+    rules_for = {n: dict.fromkeys(r for p in needles if n.startswith(p) for r in by_needle[p]) for n in needles}
+    return regex, rules_for
 
 
 class Detector:

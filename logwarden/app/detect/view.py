@@ -87,12 +87,13 @@ class EventView:
             value = self.captures[name]
             return value.lower() if lower else value
         cache = self._lower if lower else self._plain
-        cached = cache.get(name)
-        if cached is None:
+        try:
+            return cache[name]
+        except KeyError:
             value = self.get(name)
-            cached = "" if value is None else _stringify(value)
-            cache[name] = cached = cached.lower() if lower else cached
-        return cached
+            text = "" if value is None else value if type(value) is str else _stringify(value)
+            cache[name] = text = text.lower() if lower else text
+            return text
 
     def _resolve(self, name: str) -> Any:
         event = self.event
