@@ -112,3 +112,26 @@ def test_hostile_64k_lines_do_not_backtrack():
     assert all(r.ips == [] for r in results)  # runs of dots/colons are not addresses
     assert results[6].hashes == []  # a 64 KiB hex run is not a hash
     assert results[5].urls == ["http://" + "a" * 2000]  # URLs are bounded
+
+
+def test_windows_provider_is_not_a_process_and_group_names_are_not_users():
+    fields = {"EventID": 4732, "Channel": "Security", "Provider": "Microsoft-Windows-Security-Auditing",
+              "Computer": "DC01.corp.local", "TargetUserName": "Administrators", "user": "Administrators",
+              "SubjectUserName": "svc-sql", "MemberSid": "S-1-5-21-1-2-3-1107"}
+    event = Event(source="s.json", line_no=1, offset=0, raw="{}", format="windows", host="DC01.corp.local",
+                  program="Microsoft-Windows-Security-Auditing",
+                  message="EventID 4732 Security: TargetUserName=Administrators SubjectUserName=svc-sql", fields=fields)
+    found = extract_indicators([event])
+    assert found.users == ["svc-sql"]
+    assert found.processes == []
+    assert found.hosts == ["DC01.corp.local"] and found.domains == []  # the host's FQDN is not repeated
+
+
+def test_cloudtrail_service_endpoints_are_not_domains():
+    fields = {"eventName": "GetObject", "eventSource": "s3.amazonaws.com", "sourceIPAddress": "203.0.113.80",
+              "src_ip": "203.0.113.80", "user": "ci-deploy", "userAgent": "rclone/v1.65.0",
+              "requestParameters": {"bucketName": "corp-finance-reports", "key": "q1.xlsx"}}
+    event = Event(source="ct.json", line_no=1, offset=0, raw="{}", format="cloudtrail",
+                  message="s3.amazonaws.com GetObject ci-deploy", fields=fields)
+    found = extract_indicators([event])
+    assert found.domains == [] and found.ips == ["203.0.113.80"] and found.users == ["ci-deploy"]

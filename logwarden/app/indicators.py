@@ -28,6 +28,7 @@ _DOMAIN_FIELDS = ("QueryName", "DestinationHostname")
 _PROCESS_FIELDS = ("Image", "ParentImage", "NewProcessName", "ParentProcessName", "ProcessName", "SourceImage",
                    "TargetImage", "exe", "comm", "Application")
 _HASH_FIELDS = ("Hashes", "Hash", "md5", "sha1", "sha256", "MD5", "SHA1", "SHA256")
+_GROUP_EVENTS = frozenset(map(str, (*range(4727, 4738), *range(4744, 4765))))  # group created/changed/member added
 _NOT_A_NAME = frozenset({"", "-", "?", "(unknown)", "unknown", "n/a", "none", "null", "(none)"})
 
 # The lookbehinds keep version numbers such as "Chrome/120.0.0.0" from looking like addresses.
@@ -42,20 +43,30 @@ _DOMAIN = re.compile(
     re.IGNORECASE)
 _HEX_RUN = re.compile(r"[0-9A-Fa-f]{32,}")
 _HASH_LENGTHS = frozenset({32, 40, 64})
-_USERS = re.compile(
-    r"(?:Failed|Accepted) \S+ for (?:invalid user |illegal user )?(\S+) from"
-    r"|\b(?:Invalid|Illegal) user (\S+) from"
-    r"|\b(?:invalid|authenticating) user (\S+) [0-9A-Fa-f.:]+ port"
-    r"|\b(?:r?user|logname|acct)=\"?([^\s;\"',]+)"
-    r"|session (?:opened|closed) for user ([^\s(]+)"
-    r"|^\s*([\w.-]+) : (?:TTY=|\d+ incorrect password|user NOT in sudoers|command not allowed)"
-    r"|\(to (\S+)\) (\S+) on"
-    r"|FAILED su for (\S+) by (\S+)"
-    r"|new user: name=([^,\s]+)"
-    r"|(?:add|delete user) '([^']+)'"
-    r"|password changed for (\S+)"
-    r"|\buser (\S+) added by",
-    re.IGNORECASE)
+# (keyword, regex): the keyword is a cheap `in` test so that most lines skip the regex entirely.
+_USER_PATTERNS = [(key, re.compile(rx)) for key, rx in (
+    (" for ", r"(?:Failed|Accepted) \S+ for (?:invalid user |illegal user )?(\S+) from"),
+    ("user ", r"\b(?:Invalid|Illegal|invalid|authenticating) user (\S+) (?:from|[0-9A-Fa-f.:]+ port)"),
+    ("=", r"(?<![\w.-])(?:r?user|logname|acct|USER|user_name|username)=\"?([^\s;\"',]+)"),
+    ("for user ", r"session (?:opened|closed) for user ([^\s(]+)"),
+    (" : ", r"^\s*([\w.-]+) : (?:TTY=|\d+ incorrect password|user NOT in sudoers|command not allowed)"),
+    ("(to ", r"\(to (\S+)\) (\S+) on"),
+    ("FAILED su", r"FAILED su for (\S+) by (\S+)"),
+    ("name=", r"new user: name=([^,\s]+)"),
+    ("'", r"(?:add|delete user) '([^']+)'"),
+    ("changed for", r"password changed for (\S+)"),
+    ("added by", r"\buser (\S+) added by"),
+    ("user '", r"\bfor user '([^']+)'"),
+)]
+# Fields whose values are never free text worth scanning (codes, numbers, names handled above).
+_NOT_TEXT = frozenset({"program", "pid", "method", "protocol", "status", "bytes", "ident", "EventID", "Channel",
+                       "Provider", "level", "module", "error_code", "type", "audit_id", "eventType", "awsRegion",
+                       "eventName", "eventSource", "LogonType", "Status", "SubStatus", "msgid", "app_name",
+                       "userIdentity_type", "arch", "syscall", "success", "exit", "ses", "auid", "uid", "gid",
+                       "euid", "suid", "fsuid", "egid", "sgid", "fsgid", "tty", "subj", "res", "argc", "items"})
+# Browser version strings look like addresses and domains; only their URLs (bot pages) count.
+_URL_ONLY = frozenset({"user_agent", "userAgent", "UserAgent"})
+_SHORTEST_INDICATOR = 7  # "1.2.3.4", "a.io/x": anything shorter holds no address, URL, domain or hash
 _TRAILING = ".,;:)]}>'\""
 
 
@@ -109,17 +120,22 @@ def _name(value: object) -> str | None:
     return None if text.lower() in _NOT_A_NAME else text
 
 
-def _texts(event: Event) -> Iterator[str]:
-    """The free text of an event: its message, then every string-ish field value."""
-    if event.message:
-        yield event.message
-    for value in event.fields.values():
+def _texts(event: Event) -> Iterator[tuple[str, str]]:
+    """(field, text) for the free text of an event: its message, then the string-ish field values
+    that may hold indicators (not codes or numbers, not already part of the message)."""
+    message = event.message
+    if message and event.format != "cloudtrail":  # CloudTrail's message only restates its fields
+        yield "message", message
+    for key, value in event.fields.items():
+        if key in _NOT_TEXT:
+            continue
         if isinstance(value, str):
-            yield value
+            if len(value) >= _SHORTEST_INDICATOR and value not in message:
+                yield key, value
         elif isinstance(value, (dict, list)):
-            yield json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    if not event.message and not event.fields:
-        yield event.raw
+            yield key, json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not message and not event.fields:
+        yield "raw", event.raw
 
 
 def _from_fields(event: Event, out: _Collector) -> None:
@@ -127,7 +143,10 @@ def _from_fields(event: Event, out: _Collector) -> None:
     for key in _IP_FIELDS:
         if key in fields and (ip := normalize_ip(str(fields[key]))):
             out.ips.add(ip)
+    group_change = event.format == "windows" and str(fields.get("EventID", "")) in _GROUP_EVENTS
     for key in _USER_FIELDS:
+        if group_change and key in ("TargetUserName", "user"):
+            continue  # there it names the group, not an account
         if key in fields and (name := _name(fields[key])):
             out.users.add(name)
     for host in (event.host, *(fields.get(k) for k in _HOST_FIELDS)):
@@ -136,7 +155,8 @@ def _from_fields(event: Event, out: _Collector) -> None:
     for key in _DOMAIN_FIELDS:
         if key in fields and (name := _name(fields[key])) and normalize_ip(name) is None:
             out.domains.add(name.lower().rstrip("."))
-    for process in (event.program, *(fields.get(k) for k in _PROCESS_FIELDS)):
+    program = event.program if event.format not in ("windows", "cloudtrail", "auditd") else None
+    for process in (program, *(fields.get(k) for k in _PROCESS_FIELDS)):
         if process is not None and (name := _name(process)):
             out.processes.add(name)
     if event.format == "access" and (path := fields.get("path")):
@@ -172,16 +192,22 @@ def _urls_from(text: str, out: _Collector) -> None:
 
 
 def _users_from(text: str, out: _Collector) -> None:
-    for match in _USERS.finditer(text):
-        for group in match.groups():
-            if group and (name := _name(group.rstrip(_TRAILING))):
-                out.users.add(name)
+    found: list[tuple[int, str]] = []  # (position, name): names join in the order the line says them
+    for keyword, pattern in _USER_PATTERNS:
+        if keyword not in text:
+            continue
+        for match in pattern.finditer(text):
+            found += [(match.start(i), g) for i, g in enumerate(match.groups(), 1) if g]
+    for _, group in sorted(found):
+        if name := _name(group.rstrip(_TRAILING)):
+            out.users.add(name)
 
 
-def _from_text(text: str, out: _Collector) -> None:
+def _from_text(text: str, out: _Collector, *, free_text: bool) -> None:
     if not out.ips.full:
-        for match in _IPV4.finditer(text):
-            out.ips.add(normalize_ip(match.group()) or "")
+        if "." in text:
+            for match in _IPV4.finditer(text):
+                out.ips.add(normalize_ip(match.group()) or "")
         if ":" in text:
             for match in _IPV6.finditer(text):
                 if match.group().count(":") >= 2:
@@ -191,9 +217,9 @@ def _from_text(text: str, out: _Collector) -> None:
     if not out.domains.full and "." in text:
         for match in _DOMAIN.finditer(text):
             out.domains.add(match.group().lower())
-    if not out.hashes.full:
+    if not out.hashes.full and len(text) >= 32:
         _hashes_from(text, out)
-    if not out.users.full:
+    if free_text and not out.users.full:
         _users_from(text, out)
 
 
@@ -202,8 +228,20 @@ def extract_indicators(events: Iterable[Event]) -> Indicators:
     out = _Collector()
     for event in events:
         _from_fields(event, out)
-        for text in _texts(event):
-            _from_text(text, out)
+        for key, text in _texts(event):
+            if key in _URL_ONLY:
+                if "://" in text and not out.urls.full:
+                    _urls_from(text, out)
+                continue
+            # user names are read from log prose (the message); structured fields gave theirs above
+            _from_text(text, out, free_text=key in ("message", "raw"))
         if out.full:
             break
-    return out.result()
+    return _without_host_domains(out.result())
+
+
+def _without_host_domains(found: Indicators) -> Indicators:
+    """A host's FQDN is already under hosts; domains keep the other names."""
+    hosts = {h.lower() for h in found.hosts}
+    found.domains = [d for d in found.domains if d not in hosts]
+    return found
