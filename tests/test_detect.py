@@ -936,3 +936,8 @@ def test_prefiltered_dispatch_gives_the_same_signals_as_trying_every_rule(rules)
     signals = fast.scan(_corpus())
     assert signals == slow.scan(_corpus())
     assert len(fired(signals)) >= 12  # the corpus exercises many rules, so the equality means something
+
+
+def test_missing_rule_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read rule file"):
+        load_rules([tmp_path / "nope.yaml"])
