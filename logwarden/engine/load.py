@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from logwarden.adapters import resolve_adapter
 from logwarden.app.errors import ConfigError, ModelError
 from logwarden.engine.embedded import PACKS, ensure_converted
 from logwarden.engine.local import EngineInfo, LocalEngine
@@ -187,6 +188,7 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     """`cache_kind`/`compile_decode` None = what measured fastest on the device: static cache and a
     compiled decode step on CUDA, dynamic cache and eager on CPU (docs/ENGINE.md)."""
     set_threads(threads)
+    adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
     dev = resolve_device(device)
     source = resolve_model(model, cache_dir=cache_dir)
     mode = resolve_quant(quant, dev)

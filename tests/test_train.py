@@ -1,0 +1,78 @@
+"""QLoRA training end to end on the tiny random Qwen2 (real tokenizer) on CPU: the prompt is masked,
+the loss decreases, the adapter and its card are saved, reloaded through the engine's loader,
+and change the outputs; plus the CLI's error for a missing data folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from _engine_helpers import build_tiny_qwen, qwen_tokenizer  # noqa: F401 (fixture)
+from logwarden.app.commands.train import train as train_command
+from logwarden.train.dataset import build_dataset
+from logwarden.train.train import IGNORE, TrainConfig, collate, encode, run_training
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ds")
+    build_dataset(folder, n=10, seed=11, val_fraction=0.2)
+    return folder
+
+
+def test_encode_masks_the_prompt_and_ends_the_turn(data, qwen_tokenizer):
+    row = json.loads((data / "train.jsonl").read_text().splitlines()[0])
+    enc = encode(row, qwen_tokenizer, max_len=4096)
+    answer = [t for t in enc.labels if t != IGNORE]
+    assert enc.labels[0] == IGNORE and len(enc.labels) == len(enc.input_ids)
+    assert qwen_tokenizer.decode(answer) == row["assistant"] + "<|im_end|>"
+    assert enc.input_ids[-len(answer):] == answer
+    short = encode(row, qwen_tokenizer, max_len=len(answer) + 40)  # the prompt's tail is kept, the answer whole
+    assert len(short.input_ids) == len(answer) + 40 and [t for t in short.labels if t != IGNORE] == answer
+
+
+def test_collate_pads_right_and_ignores_padding(data, qwen_tokenizer):
+    rows = [json.loads(line) for line in (data / "train.jsonl").read_text().splitlines()[:2]]
+    items = [encode(r, qwen_tokenizer, 256) for r in rows]
+    items[1].input_ids, items[1].labels = items[1].input_ids[:100], items[1].labels[:100]
+    batch = collate(items, pad_id=0)
+    assert batch["input_ids"].shape == (2, 256)
+    assert batch["attention_mask"][1, 100:].sum() == 0 and (batch["labels"][1, 100:] == IGNORE).all()
+
+
+def test_training_lowers_loss_saves_and_the_adapter_changes_outputs(data, qwen_tokenizer, tmp_path):
+    from logwarden.engine.api import Request
+    from logwarden.engine.load import load_engine
+
+    base = tmp_path / "tiny"
+    build_tiny_qwen().save_pretrained(base)
+    qwen_tokenizer.save_pretrained(base)
+    out = tmp_path / "adapter"
+    cfg = TrainConfig(base=str(base), data=data, out=out, batch=2, epochs=3, lr=5e-3, max_len=192, rank=8, alpha=16,
+                      quant="fp32", device="cpu", seed=1)
+    card = run_training(cfg)
+    m = card["metrics"]
+    assert m["steps"] == 12 and len(m["val_loss"]) == 3
+    assert m["last_loss"] < m["first_loss"] and m["val_loss"][-1] < m["val_loss"][0]
+    assert (out / "adapter_model.safetensors").is_file() and (out / "MODEL_CARD.md").is_file()
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["r"] == 8 and set(config["target_modules"]) == {"q_proj", "k_proj", "v_proj", "o_proj",
+                                                                   "gate_proj", "up_proj", "down_proj"}
+    assert card["base"]["weights_sha256"] and card["data"]["seed"] == 11
+    request = [Request(system="You are a SOC analyst.", user="Mar 11 sshd: Failed password for root")]
+    plain = load_engine(model=str(base), adapter="none", quant="fp32", device="cpu").generate(request, max_new_tokens=8)
+    tuned = load_engine(model=str(base), adapter=str(out), quant="fp32", device="cpu")
+    assert tuned.adapter_name == str(out)
+    assert tuned.generate(request, max_new_tokens=8)[0].text != plain[0].text
+
+
+def test_train_cli_missing_data_says_how_to_fix(tmp_path):
+    result = CliRunner().invoke(train_command, ["--base", "embedded", "--data", str(tmp_path / "nope"),
+                                                "--out", str(tmp_path / "o")])
+    assert result.exit_code != 0
+    assert "logwarden dataset build" in result.output or "logwarden dataset build" in str(result.exception)
