@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from email.utils import formatdate
 
 import pytest
@@ -230,6 +231,18 @@ def test_every_url_down_returns_errors_for_every_request_in_order():
     assert len(generations) == 6
     assert all(g.text == "" and g.error and not g.finished for g in generations)
     assert any("unavailable" in g.error for g in generations)
+
+
+def test_requests_wait_for_the_half_open_probe_instead_of_failing():
+    script = lambda body, n: Reply(drop=True) if n == 0 else Reply(pieces=("ok",), delay_s=0.4)
+    with StubServer(script) as stub, engine_for(stub.url, concurrency=4, max_retries=0, breaker_threshold=1,
+                                                breaker_cooldown_s=0.2) as engine:
+        [crashed] = engine.generate(requests_for("x"))
+        assert crashed.error and engine.describe()["endpoints"][0]["breaker"] == "open"
+        time.sleep(0.25)  # cool-down over: the next request is the probe
+        generations = engine.generate(requests_for("a", "b", "c", "d"))
+    assert [g.text for g in generations] == ["ok"] * 4  # none spent its only attempt on "all down"
+    assert len(stub.received) == 5
 
 
 def test_breaker_states_with_a_fake_clock():

@@ -52,6 +52,7 @@ _END = object()
 # or 500/501 (llama-cpp-python raises on json_schema)
 _FORMAT_REJECTION_STATUSES = frozenset({400, 422, 500, 501})
 _RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
+_PROBE_POLL_S = 0.1
 
 
 class _HTTPStatusError(Exception):
@@ -70,6 +71,7 @@ class _Outcome:
     retryable: bool = False
     retry_after_s: float | None = None
     immediate: bool = False  # retry at once without spending a retry (format dialect probe)
+    unavailable: bool = False  # no endpoint could take it (every breaker open or probing)
 
 
 class _LoopThread:
@@ -215,6 +217,11 @@ class OpenAIEngine:
             if outcome.immediate and probes_left > 0:
                 probes_left -= 1
                 continue
+            if outcome.unavailable and self.pool.probing():
+                # a half-open probe is deciding whether the server is back: wait for its verdict
+                # instead of burning retries (it arrives with the probe's response headers)
+                await asyncio.sleep(_PROBE_POLL_S)
+                continue
             if not outcome.retryable or retries_used >= self.max_retries:
                 return self._failed(outcome.error, attempts=retries_used + 1)
             await asyncio.sleep(backoff_delay(retries_used, base_s=self.backoff_base_s,
@@ -240,7 +247,7 @@ class OpenAIEngine:
             if endpoint is None:
                 # back off rather than fail at once: a cool-down ends in a half-open probe, so a
                 # short outage (a replica restarting) is ridden out within the retry budget
-                return _Outcome(error=self._all_down_message(), retryable=True)
+                return _Outcome(error=self._all_down_message(), retryable=True, unavailable=True)
             return await self._send(endpoint, request, schema, max_new_tokens, sampling, on_piece)
 
     async def _send(self, endpoint: Endpoint, request: Request, schema: dict | None,
@@ -277,6 +284,9 @@ class OpenAIEngine:
                 raw = await response.aread()
                 raise _HTTPStatusError(response.status_code, error_message(raw, response.status_code),
                                        parse_retry_after(response.headers.get("retry-after")))
+            # the server is up and took the request: close its breaker now, not after the
+            # whole generation, so requests held back by a half-open probe go at once
+            self.pool.mark_alive(endpoint)
             async with aclosing(source.aiter_sse()) as events:  # closed now, also on break
                 async for event in events:
                     piece = accumulator.feed(event.data)

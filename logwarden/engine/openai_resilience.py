@@ -125,6 +125,14 @@ class EndpointPool:
         chosen.sent += 1
         return chosen
 
+    def probing(self) -> bool:
+        """Some endpoint is half-open with its probe request still in flight."""
+        return any(e.breaker.probe_in_flight for e in self.endpoints)
+
+    def mark_alive(self, endpoint: Endpoint) -> None:
+        """The server answered 200 to a request still in progress."""
+        endpoint.breaker.on_success()
+
     def release(self, endpoint: Endpoint, *, ok: bool | None) -> None:
         """ok=True success, False server/connection failure, None no verdict (client-side)."""
         endpoint.outstanding -= 1
