@@ -16,6 +16,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -147,8 +148,8 @@ def report(base: dict, eng: dict, engine: Any) -> dict:
     print(f"\nengine: {json.dumps(engine.describe())}")
     print(f"{'metric':34} {'baseline':>10} {'engine':>10} {'ratio':>8}")
     for name, b, e in rows:
-        ratio = (b / e if "first token" in name else e / b) if b and e else float("nan")
-        print(f"{name:34} {b:10.3f} {e:10.3f} {ratio:7.2f}x")
+        ratio = f"{(b / e if 'first token' in name else e / b):7.2f}x" if b and e else "    n/a"
+        print(f"{name:34} {b:10.3f} {e:10.3f} {ratio}")
     print("(ratio > 1 = engine better; TTFT ratio = baseline/engine)")
     return {"baseline": base, "engine": eng, "describe": engine.describe(),
             "ratios": {name: ((b / e) if "first token" in name else (e / b)) if b and e else None
@@ -202,7 +203,7 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--experiment", choices=sorted(EXPERIMENTS))
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "engine_result.json")
+    parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "logwarden-bench-engine.json")
     args = parser.parse_args()
 
     engine = load_engine(threads=args.threads, max_batch=args.max_batch)

@@ -52,7 +52,7 @@ exemplars:
 SAMPLE_REQUESTS = [Request(ANALYST_SYSTEM, SSHD_USER), Request(ANALYST_SYSTEM, SQLI_USER)]
 
 
-def build_tiny_qwen(seed: int = 0):
+def build_tiny_qwen(seed: int = 0, init_std: float = 0.2):
     """hidden 64, 2 layers, 4 heads, 2 KV heads, the real vocabulary; random weights.
 
     initializer_range 0.2 (not the default 0.02) so the output depends on the context: with tiny
@@ -62,7 +62,7 @@ def build_tiny_qwen(seed: int = 0):
     torch.manual_seed(seed)
     config = Qwen2Config(vocab_size=151_936, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                         tie_word_embeddings=True, initializer_range=0.2, bos_token_id=151643, eos_token_id=151645,
+                         tie_word_embeddings=True, initializer_range=init_std, bos_token_id=151643, eos_token_id=151645,
                          pad_token_id=151643)
     config._attn_implementation = "sdpa"
     return Qwen2ForCausalLM(config).eval()

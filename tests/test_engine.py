@@ -10,11 +10,13 @@ import torch
 import xgrammar as xgr
 from pydantic import BaseModel, ConfigDict, Field
 
-from _engine_helpers import ANALYST_SYSTEM, SQLI_USER, SSHD_USER, qwen_tokenizer, tiny_engine, tiny_model  # noqa: F401
+from _engine_helpers import build_tiny_qwen, ANALYST_SYSTEM, SQLI_USER, SSHD_USER, qwen_tokenizer, tiny_engine, tiny_model  # noqa: F401
+from logwarden.app.errors import ModelError
 from logwarden.engine import prefix_cache as prefix_module
 from logwarden.engine.api import Request, Sampling
 from logwarden.engine.constrained import _control_free_mask, token_bound
 from logwarden.engine.detok import Detokenizer
+from logwarden.engine.generate import adjust, sample
 from logwarden.engine.local import EngineInfo, LocalEngine
 from logwarden.schemas import LLMAssessment, assessment_json_schema
 
@@ -142,6 +144,12 @@ def test_stream_pieces_join_to_the_batch_answer(tiny_engine):
         assert stream.generation.stats.ttft_s > 0
 
 
+def test_token_bound_covers_patterns_and_refuses_unbounded_strings():
+    assert token_bound({"type": "string", "pattern": "^T[0-9]{4}([.][0-9]{3})?$"}) == 1 + 2 + 6 * 9
+    with pytest.raises(ModelError, match="maxLength"):
+        token_bound({"type": "string", "pattern": "^a+$"})
+
+
 def test_control_character_ban_uses_xgrammars_bit_layout():
     vocab = [b"a", b"\t", b"ok", b"x\ny"] + [b"z"] * 36 + [b"\x1f"]  # 41 tokens: two bitmask words
     keep = _control_free_mask(vocab, len(vocab))
@@ -211,10 +219,21 @@ def test_sampling_is_reproducible_with_a_seed_and_top_p_near_zero_is_greedy(tiny
     assert texts(nucleus_of_one) == texts(greedy)
 
 
-def test_repetition_penalty_changes_a_repetitive_answer(tiny_engine):
-    plain = tiny_engine.generate(REQUESTS[:1], max_new_tokens=32)[0]
-    penalised = tiny_engine.generate(REQUESTS[:1], max_new_tokens=32, sampling=Sampling(repetition_penalty=5.0))[0]
-    assert plain.text != penalised.text
+def test_repetition_penalty_pushes_seen_tokens_down_both_signs():
+    logits = torch.tensor([[2.0, -1.0, 1.5, 0.5]])
+    seen = torch.tensor([[True, True, False, False]])
+    adjusted = adjust(logits.clone(), seen, [0], Sampling(repetition_penalty=2.0), None)
+    assert adjusted.tolist() == [[1.0, -2.0, 1.5, 0.5]]  # CTRL rule: divide positives, multiply negatives
+    assert sample(adjusted, Sampling(), None).tolist() == [2]  # the unseen token now wins greedily
+
+
+def test_repetition_penalty_reaches_the_loop(qwen_tokenizer):
+    # default-scale init: this model repeats one token forever, the case the penalty exists for
+    engine = LocalEngine(build_tiny_qwen(init_std=0.02), qwen_tokenizer)
+    plain = engine.generate(REQUESTS[:1], max_new_tokens=16)[0]
+    penalised = engine.generate(REQUESTS[:1], max_new_tokens=16, sampling=Sampling(repetition_penalty=3.0))[0]
+    assert len(set(plain.text)) == 1
+    assert len(set(penalised.text)) > 1
 
 
 def test_static_cache_gives_the_same_greedy_output(tiny_model, qwen_tokenizer):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,6 +82,17 @@ class BatchConstraint:
         return self.matchers[row].is_terminated()
 
 
+def _max_string_length(node: dict) -> int:
+    """maxLength, else the longest match of a pattern without unbounded repetition."""
+    if "maxLength" in node:
+        return node["maxLength"]
+    if "pattern" in node:
+        longest = re._parser.parse(node["pattern"]).getwidth()[1]  # the stdlib regex parser's own bound
+        if longest < re._parser.MAXREPEAT:
+            return longest
+    raise ModelError(f"schema string has no length bound: {node}; add maxLength or a bounded pattern.")
+
+
 def _control_free_mask(decoded_vocab: Sequence[bytes], vocab_size: int) -> torch.Tensor:
     """Bitmask row (xgrammar layout) that bans tokens containing raw control characters.
 
@@ -133,10 +145,7 @@ def _chars_of_type(node: dict, defs: dict) -> int:
             raise ModelError(f"schema array without maxItems has no token bound: {node}; add maxItems.")
         return 2 + node["maxItems"] * (_chars(node.get("items", {}), defs) + 1)
     if kind == "string":
-        if "maxLength" not in node:
-            raise ModelError(f"schema string without maxLength has no token bound: {node}; add maxLength.")
-        # a JSON escape like \u00e9 spends up to 6 characters per character of the value
-        return 2 + 6 * node["maxLength"]
+        return 2 + 6 * _max_string_length(node)  # a JSON escape like \u00e9 spends 6 characters
     if kind in ("integer", "number", "boolean", "null"):
         return 32
     raise ModelError(f"schema node without a bounded type: {node}; give it a type and limits.")

@@ -111,6 +111,7 @@ class BatchPlan:
     stop_ids: frozenset[int]
     pad_id: int
     vocab_size: int
+    prefix_ids: tuple[int, ...] = ()  # the reused prefix's tokens: the repetition penalty counts them too
 
 
 @torch.inference_mode()
@@ -168,6 +169,7 @@ def _open_next(mask: torch.Tensor, filled: int, static: bool) -> torch.Tensor:
 def _seen_tokens(plan: BatchPlan, device: torch.device) -> torch.Tensor:
     """(B, V) bool: tokens each row has seen, for the repetition penalty."""
     seen = torch.zeros((len(plan.suffixes), plan.vocab_size), dtype=torch.bool, device=device)
+    seen[:, torch.tensor(plan.prefix_ids, dtype=torch.long, device=device)] = True
     for row, suffix in enumerate(plan.suffixes):
         seen[row, torch.tensor(suffix, device=device)] = True
     return seen

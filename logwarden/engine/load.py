@@ -194,6 +194,7 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     mode = resolve_quant(quant, dev)
     attention = resolve_attention(attn, dev)
     weights = load_model(source, quant=mode, device=dev, attention=attention)
+    adapter = None if adapter in (None, "", "none") else adapter  # Settings: "none" disables
     if adapter:
         weights = apply_adapter(weights, adapter, merge=merge_adapter, quantized=mode in ("int8", "nf4"))
     info = EngineInfo(model_name=source.name, path=str(source.path / (source.gguf_file or "")),

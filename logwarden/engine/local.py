@@ -183,7 +183,8 @@ class LocalEngine:
         kv = self._prefix_kv(prefix) if self.prefix_reuse and prefix else None
         suffixes = [j.split.suffix if kv else [*j.split.prefix, *j.split.suffix] for j in chunk]
         return BatchPlan(prefix=kv, suffixes=suffixes, max_new_tokens=max_new_tokens,
-                         stop_ids=self.stop_ids, pad_id=self.pad_id, vocab_size=self.vocab_size)
+                         stop_ids=self.stop_ids, pad_id=self.pad_id, vocab_size=self.vocab_size,
+                         prefix_ids=prefix if kv else ())
 
     def _prefix_kv(self, prefix: tuple[int, ...]) -> PrefixKV:
         key = PrefixCache.key(self._model_identity(), self.adapter_name, prefix)
