@@ -83,14 +83,16 @@ def run_server_arms(arms: list[str], paths: list[Path], options: RunOptions, *, 
     from logwarden.engine.openai_backend import OpenAIEngine
 
     results = []
-    with LlamaServer(embedded_gguf(), parallel=slots, threads=threads, log=log) as server:
-        for arm in arms:
-            concurrency = int(arm.removeprefix("server-c"))
-            with OpenAIEngine([server.url], model="embedded", concurrency=concurrency, timeout_s=900) as engine:
-                result = run_pipeline(arm, engine, paths, options)
-                result.extra = {"server_start_s": round(server.startup_s, 2), "slots": slots,
-                                "concurrency": concurrency, "engine": engine.describe()}
-            results.append(result)
+    for arm in arms:
+        concurrency = int(arm.removeprefix("server-c"))
+        # a fresh server per arm: its prompt cache would otherwise hand the second arm every
+        # window's whole prompt for free (the same file gives the same prompts)
+        with LlamaServer(embedded_gguf(), parallel=slots, threads=threads, log=log) as server, \
+                OpenAIEngine([server.url], model="embedded", concurrency=concurrency, timeout_s=900) as engine:
+            result = run_pipeline(arm, engine, paths, options)
+            result.extra = {"server_start_s": round(server.startup_s, 2), "slots": slots,
+                            "concurrency": concurrency, "engine": engine.describe()}
+        results.append(result)
     return results
 
 
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-policy", default="signals", choices=("signals", "suspicious", "all"))
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=320)
-    parser.add_argument("--lines", type=int, default=1500, help="generated lines when no PATHS are given")
+    parser.add_argument("--lines", type=int, default=2000, help="generated lines when no PATHS are given")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
