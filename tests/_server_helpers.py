@@ -258,6 +258,7 @@ def serve(argv: list[str]) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--poll", type=int, default=0)
     args = parser.parse_args(argv)
+    _die_with_parent()
     import xllamacpp
 
     params = xllamacpp.CommonParams()
@@ -275,6 +276,17 @@ def serve(argv: list[str]) -> None:
     print(f"listening {server.listening_address}", flush=True)
     while True:
         time.sleep(3600)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this server when the test/bench process that started it dies, so a killed
+    run never leaves a model server holding a port and a core."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
