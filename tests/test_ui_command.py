@@ -3,11 +3,15 @@ by a recorder here; tests/test_ui_browser.py starts the real one)."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from click.testing import CliRunner
 
-from logwarden.app.commands import ui as ui_module
 from logwarden.app.commands.ui import is_loopback, ui
+
+# the package exports the click command under the module's name; take the module itself
+ui_module = importlib.import_module("logwarden.app.commands.ui")
 
 
 @pytest.fixture
