@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Watcher throughput: lines/s the watcher sustains while a writer appends, rules-only and (with
+`--model`) with the embedded model, against batch `analyze` of the same lines in the same run.
+
+Usage: python bench/watch.py [--lines 200000] [--model] [--model-lines 2000] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def source_lines(n: int) -> list[str]:
+    from ingest import ensure_logs
+
+    files = ensure_logs(Path(tempfile.gettempdir()) / "lw-bench" / "logs", 1_000_000)
+    auth = next(p for p in files if p.name == "auth.log")
+    with open(auth, encoding="utf-8", errors="replace") as fh:
+        return [line for _, line in zip(range(n), fh)]
+
+
+def pipeline(db: Path, engine=None, *, batch: bool = False):
+    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.store import open_store
+
+    options = RunOptions(rules_only=engine is None, commit_every_windows=64 if batch else None)
+    return Pipeline(open_store(f"sqlite:///{db}"), engine, options, command="bench")
+
+
+def batch_rate(lines: list[str], tmp: Path, engine=None) -> float:
+    path = tmp / "batch" / "auth.log"
+    path.parent.mkdir()
+    path.write_text("".join(lines))
+    started = time.perf_counter()
+    pipeline(tmp / "batch.db", engine, batch=True).analyze([path])
+    return len(lines) / (time.perf_counter() - started)
+
+
+def watch_rate(lines: list[str], tmp: Path, engine=None, chunk: int = 500) -> float:
+    """A writer appends `chunk` lines at a time as fast as it can; the watcher follows."""
+    from logwarden.app.watch import Watcher
+
+    folder = tmp / "watched"
+    folder.mkdir()
+    target = folder / "auth.log"
+    target.touch()
+    watcher = Watcher([folder], pipeline(tmp / "watch.db", engine), max_batch=500, max_delay_ms=200,
+                      from_start=True)
+
+    def write() -> None:
+        with open(target, "a") as fh:
+            for i in range(0, len(lines), chunk):
+                fh.writelines(lines[i:i + chunk])
+                fh.flush()
+
+    started = time.perf_counter()
+    writer = threading.Thread(target=write)
+    writer.start()
+    while watcher.stats.lines < len(lines):
+        watcher.poll()
+    writer.join()
+    rate = len(lines) / (time.perf_counter() - started)
+    watcher.pipeline.finish()
+    return rate
+
+
+def measure(label: str, lines: list[str], engine=None) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="lw-watch-"))
+    try:
+        batch = batch_rate(lines, tmp, engine)
+        watched = watch_rate(lines, tmp, engine)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{label:<34} watcher {watched:>9,.0f} lines/s   batch analyze {batch:>9,.0f} lines/s   "
+          f"ratio {watched / batch:.2f}x   ({len(lines):,} lines)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=200_000)
+    parser.add_argument("--model", action="store_true", help="also measure with the embedded model")
+    parser.add_argument("--model-lines", type=int, default=2000)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    measure("rules-only", source_lines(args.lines))
+    if args.model:
+        from logwarden.engine.load import load_engine
+
+        engine = load_engine(model="embedded", threads=args.threads)
+        measure("embedded model (suspicious policy)", source_lines(args.model_lines), engine)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
