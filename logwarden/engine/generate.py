@@ -112,6 +112,7 @@ class BatchPlan:
     pad_id: int
     vocab_size: int
     prefix_ids: tuple[int, ...] = ()  # the reused prefix's tokens: the repetition penalty counts them too
+    min_new_tokens: int = 0  # benchmarks: stop tokens are held back this long (random weights stop at random)
 
 
 @torch.inference_mode()
@@ -136,10 +137,14 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
     filled = lay.attention_mask.shape[1]  # positions written to the cache so far
     for step in range(plan.max_new_tokens):
         live_rows = [rows[i] for i in live]
-        picked = sample(adjust(logits[live], seen, live_rows, sampling, constraint), sampling, generator)
-        finished = _accept(picked.tolist(), live_rows, plan, constraint, seen)
+        adjusted = adjust(logits[live], seen, live_rows, sampling, constraint)
+        if step < plan.min_new_tokens:
+            adjusted = hold_stops(adjusted, plan.stop_ids)
+        picked = sample(adjusted, sampling, generator)
+        picked_ids = picked.tolist()  # the one host sync per step: the matchers need the tokens
+        finished = _accept(picked, picked_ids, live_rows, plan, constraint, seen)
         done = [f or step == plan.max_new_tokens - 1 for f in finished]
-        yield Step(rows=live_rows, tokens=picked.tolist(), done=done, finished=finished)
+        yield Step(rows=live_rows, tokens=picked_ids, done=done, finished=finished)
         live = [i for i, d in zip(live, done) if not d]
         if not live:
             return
@@ -150,6 +155,15 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
         filled += 1
         positions = positions + 1
         logits = decode_step(decoder or model, tokens.unsqueeze(1), mask, positions, cache)
+
+
+def hold_stops(logits: torch.Tensor, stop_ids: frozenset[int]) -> torch.Tensor:
+    """(B, V) → (B, V) with stop tokens forbidden in every row where another token is allowed;
+    a row whose grammar admits only the stop keeps it, so a closed document still ends."""
+    ids = torch.tensor(sorted(stop_ids), dtype=torch.long, device=logits.device)
+    held = logits.index_fill(1, ids, float("-inf"))
+    open_rows = torch.isfinite(held).any(dim=1, keepdim=True)  # (B, 1)
+    return torch.where(open_rows, held, logits)
 
 
 def _full_length_mask(mask: torch.Tensor, cache_len: int) -> torch.Tensor:
@@ -175,16 +189,15 @@ def _seen_tokens(plan: BatchPlan, device: torch.device) -> torch.Tensor:
     return seen
 
 
-def _accept(tokens: list[int], rows: list[int], plan: BatchPlan, constraint: BatchConstraint | None,
-            seen: torch.Tensor) -> list[bool]:
-    """Feed each row's token to its matcher; True where the row ended on its own."""
-    finished = []
-    for token, row in zip(tokens, rows):
-        seen[row, token] = True
-        if constraint is not None:
-            constraint.accept(row, token)
-        finished.append(token in plan.stop_ids or (constraint is not None and constraint.terminated(row)))
-    return finished
+def _accept(picked: torch.Tensor, tokens: list[int], rows: list[int], plan: BatchPlan,
+            constraint: BatchConstraint | None, seen: torch.Tensor) -> list[bool]:
+    """Feed the batch's tokens to the matchers in one call; True where the row ended on its own.
+    `picked` (B,) on the device and `tokens` the same ids on the host."""
+    seen[torch.tensor(rows, device=seen.device), picked] = True  # one scatter, not one launch per row
+    if constraint is None:
+        return [token in plan.stop_ids for token in tokens]
+    constraint.accept_many(rows, tokens)
+    return [token in plan.stop_ids or constraint.terminated(row) for token, row in zip(tokens, rows)]
 
 
 def _shrink(cache: Any, live: list[int], rows: list[int], tokens: torch.Tensor, mask: torch.Tensor,

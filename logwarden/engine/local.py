@@ -58,7 +58,7 @@ class _Tally:
 class LocalEngine:
     def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = 8,
                  token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic",
-                 compile_decode: bool = False):
+                 compile_decode: bool = False, min_new_tokens: int = 0):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.info = info or EngineInfo()
@@ -68,6 +68,7 @@ class LocalEngine:
         self.token_budget = token_budget
         self.prefix_reuse = prefix_reuse
         self.cache_kind = cache_kind
+        self.min_new_tokens = min_new_tokens  # benchmarks only: force output lengths (generate.hold_stops)
         self.prefix_cache = PrefixCache()
         self.stop_ids = frozenset(_stop_ids(model, tokenizer))
         self.pad_id = _pad_id(tokenizer, self.stop_ids)
@@ -184,7 +185,7 @@ class LocalEngine:
         suffixes = [j.split.suffix if kv else [*j.split.prefix, *j.split.suffix] for j in chunk]
         return BatchPlan(prefix=kv, suffixes=suffixes, max_new_tokens=max_new_tokens,
                          stop_ids=self.stop_ids, pad_id=self.pad_id, vocab_size=self.vocab_size,
-                         prefix_ids=prefix if kv else ())
+                         prefix_ids=prefix if kv else (), min_new_tokens=self.min_new_tokens)
 
     def _prefix_kv(self, prefix: tuple[int, ...]) -> PrefixKV:
         key = PrefixCache.key(self._model_identity(), self.adapter_name, prefix)
