@@ -220,3 +220,31 @@ def test_cuda_batch_from_real_free_memory():
     free, _ = torch.cuda.mem_get_info()
     assert cuda_batch(model, prompt_tokens=400, new_tokens=128, cap=10**6) == batch_for_memory(
         free, ModelShape.of(model.config), prompt_tokens=400, new_tokens=128, dtype_bytes=4, cap=10**6)
+
+
+# ---- analyze's throughput mode ---------------------------------------------------------------
+
+def test_throughput_options_size_the_batch_from_free_cuda_memory(tiny_model, monkeypatch):
+    from logwarden.app.pipeline import RunOptions, throughput_options
+
+    class CudaEngine:  # only what throughput_options reads: a model on a CUDA device, a token counter
+        model = SimpleNamespace(device=torch.device("cuda", 0), config=tiny_model.config, dtype=torch.bfloat16)
+        max_batch = 8
+
+        def count_tokens(self, text):
+            return 300
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2 * 2**30, 141 * 2**30))
+    engine, options = CudaEngine(), RunOptions(max_new_tokens=320, prompt_token_budget=700)
+    tuned = throughput_options(options, engine)
+    expected = batch_for_memory(2 * 2**30, ModelShape.of(tiny_model.config), prompt_tokens=1000, new_tokens=320)
+    assert tuned.max_batch == engine.max_batch == expected > options.max_batch
+    assert tuned.max_new_tokens == 320 and options.max_batch == 8  # a copy; the caller's options stay
+
+
+def test_throughput_options_leave_cpu_and_rules_only_runs_alone(tiny_model, qwen_tokenizer):
+    from logwarden.app.pipeline import RunOptions, throughput_options
+
+    engine = LocalEngine(tiny_model, qwen_tokenizer, max_batch=8)
+    assert throughput_options(RunOptions(), engine).max_batch == 8 and engine.max_batch == 8
+    assert throughput_options(RunOptions(rules_only=True), None) == RunOptions(rules_only=True)

@@ -9,6 +9,7 @@ row. Knows nothing of the CLI, terminals or Streamlit (progress is a callback).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import time
@@ -27,6 +28,7 @@ from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
 from logwarden.app.store import Store, WindowRow
 from logwarden.engine.api import Engine, Request
+from logwarden.engine.sizing import cuda_batch
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
 from logwarden.schemas import assessment_json_schema
 from logwarden.schemas.record import RiskRecord
@@ -397,3 +399,17 @@ def _mtime(path: Path) -> datetime | None:
 def stable_sample(key: str, every: int) -> bool:
     """Deterministic 1-in-`every` choice by key (same decision on every re-run)."""
     return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % every == 0
+
+
+def throughput_options(options: RunOptions, engine: Engine | None) -> RunOptions:
+    """CUDA throughput mode for `analyze`: queue as many windows per engine call as the GPU's free
+    memory holds (measured on the H200: 7B nf4 at batch 128 gives ~11× the records/s of batch 32
+    plain generate, docs/GPU.md) instead of the CPU-sized default. The engine gets the same limit.
+    Anything else (CPU, the OpenAI backend, rules only) gets `options` back unchanged."""
+    model = getattr(engine, "model", None)
+    if options.rules_only or model is None or getattr(model.device, "type", "cpu") != "cuda":
+        return options
+    prompt_tokens = engine.count_tokens(system_prompt()) + options.prompt_token_budget
+    batch = cuda_batch(model, prompt_tokens=prompt_tokens, new_tokens=options.max_new_tokens)
+    engine.max_batch = batch
+    return dataclasses.replace(options, max_batch=batch)
