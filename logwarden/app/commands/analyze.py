@@ -20,7 +20,7 @@ from logwarden.app.cli_common import (
     print_json,
 )
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions
+from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.schemas import RISK_LEVELS
 
 
@@ -33,6 +33,8 @@ from logwarden.schemas import RISK_LEVELS
 @click.option("--include", multiple=True, help="Glob of files to include (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to exclude (repeatable).")
 @click.option("--max-batch", type=int, default=None, help="Most windows per model call (default 8).")
+@click.option("--throughput", is_flag=True,
+              help="CUDA: feed the model the largest batches that fit in free GPU memory (no effect on CPU).")
 @click.option("--resume", is_flag=True, help="Continue each file from the offset stored by an earlier run.")
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
@@ -41,7 +43,7 @@ from logwarden.schemas import RISK_LEVELS
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, include, exclude, resume, export_format, export_out, db_url, as_json,
+def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, export_format, export_out, db_url, as_json,
             **engine_kw):
     """Analyse log files and folders (recursive, .gz too) into stored risk records."""
     settings = get_settings()
@@ -57,6 +59,8 @@ def analyze(paths, rules_only, llm_policy, include, exclude, resume, export_form
 
         err_console.print("loading model …", highlight=False)
         engine = open_engine(engine_opts)
+        if throughput:
+            options = throughput_options(options, engine)
     with _progress(paths) as progress_cb:
         pipeline = Pipeline(store, engine, options, progress=progress_cb, command="analyze " + " ".join(map(str, paths)))
         metrics = pipeline.analyze(paths)
