@@ -207,10 +207,10 @@ def _summary(head: str, data: dict) -> str:
     return f"{head}: {pairs}"[:_SUMMARY_MAX] if pairs else head
 
 
-class WindowsParser:
-    """Windows Event Log / Sysmon events as JSON (see `windows_parts` for the shapes)."""
+class _ObjectParser:
+    """A parser of one JSON object per line; subclasses read the object in `parse_object`."""
 
-    name = "windows"
+    name = "json"
 
     def __init__(self, *, reference_time: datetime | None = None):
         self.reference_time = reference_time
@@ -218,6 +218,15 @@ class WindowsParser:
     def parse(self, line: LogLine) -> Event | None:
         obj = load_object(line.text)
         return None if obj is None else self.parse_object(obj, line)
+
+    def parse_object(self, obj: dict, line: LogLine) -> Event | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class WindowsParser(_ObjectParser):
+    """Windows Event Log / Sysmon events as JSON (see `windows_parts` for the shapes)."""
+
+    name = "windows"
 
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
         parts = windows_parts(obj)
@@ -266,17 +275,10 @@ def cloudtrail_user(identity: Any) -> str | None:
     return "root" if identity.get("type") == "Root" else None
 
 
-class CloudTrailParser:
+class CloudTrailParser(_ObjectParser):
     """AWS CloudTrail records (one per line; whole files go through `parse_file_json`)."""
 
     name = "cloudtrail"
-
-    def __init__(self, *, reference_time: datetime | None = None):
-        self.reference_time = reference_time
-
-    def parse(self, line: LogLine) -> Event | None:
-        obj = load_object(line.text)
-        return None if obj is None else self.parse_object(obj, line)
 
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
         if "eventSource" not in obj or "eventName" not in obj:
@@ -326,17 +328,10 @@ def _first_scalar(flat: dict, keys: Sequence[str]) -> Any:
     return None
 
 
-class JsonParser:
+class JsonParser(_ObjectParser):
     """Any JSON object per line (app logs, journald `-o json`, Docker, Suricata EVE, …)."""
 
     name = "json"
-
-    def __init__(self, *, reference_time: datetime | None = None):
-        self.reference_time = reference_time
-
-    def parse(self, line: LogLine) -> Event | None:
-        obj = load_object(line.text)
-        return None if obj is None else self.parse_object(obj, line)
 
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
         flat = flatten_one_level(obj)
