@@ -97,6 +97,7 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=1024)
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--val-prompts", type=int, default=300)
+    ap.add_argument("--configs", default="base,adapter", help="Which models answer: base, adapter or both.")
     args = ap.parse_args()
     folder, adapter = args.work / "hf", args.work / "adapter"
     convert(args.gguf, folder)
@@ -105,10 +106,12 @@ def main() -> None:
         shutil.copytree(adapter, args.out / "adapter", dirs_exist_ok=True, ignore=shutil.ignore_patterns("README.md"))
     if args.stage in ("generate", "all"):
         rows = [json.loads(l) for l in (args.data / "prompts_suspicious.jsonl").read_text().splitlines() if l.strip()]
-        val = [json.loads(l) for l in (args.work / "data" / "val.jsonl").read_text().splitlines() if l.strip()]
+        val = [json.loads(l) for l in (unpack(args.data, args.work) / "val.jsonl").read_text().splitlines() if l.strip()]
         prompts = rows + [{"system": v["system"], "user": v["user"]} for v in val[: args.val_prompts]]
         report = {}
         for name, ad in (("base", None), ("adapter", adapter)):
+            if name not in args.configs.split(","):
+                continue
             report[name] = generate(folder, ad, prompts, args.out / f"answers_{name}.jsonl", args.max_batch)
             print(name, json.dumps(report[name]), flush=True)
         (args.out / "generation.json").write_text(json.dumps(report, indent=2))

@@ -76,3 +76,14 @@ def test_train_cli_missing_data_says_how_to_fix(tmp_path):
                                                 "--out", str(tmp_path / "o")])
     assert result.exit_code != 0
     assert "logwarden dataset build" in result.output or "logwarden dataset build" in str(result.exception)
+
+
+def test_embedded_gets_the_shipped_adapter_unless_none():
+    from logwarden.adapters import SECURITY_V1, default_adapter, resolve_adapter
+
+    assert (SECURITY_V1 / "adapter_config.json").is_file()
+    assert (SECURITY_V1 / "adapter_model.safetensors").stat().st_size <= 16 * 1024 * 1024
+    assert resolve_adapter("embedded", None) == str(SECURITY_V1) == str(default_adapter("embedded"))
+    assert resolve_adapter("embedded", "none") is None and resolve_adapter("embedded", "NONE") is None
+    assert resolve_adapter("/models/other", None) is None
+    assert resolve_adapter("embedded", "/my/adapter") == "/my/adapter"
