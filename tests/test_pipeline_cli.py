@@ -85,7 +85,7 @@ def test_records_list_and_db_info_json(logs, tmp_path):
     assert info["tables"]["records"] == len(open_store(db).query_records(RecordFilter(), limit=1000)) >= 2
 
 
-@pytest.mark.parametrize("command", ["analyze", "triage", "watch", "ui", "export", "records", "db"])
+@pytest.mark.parametrize("command", ["analyze", "triage", "watch", "ui", "export", "records", "db", "eval", "dataset", "train"])
 def test_every_command_has_help(command):
     result = run(command, "--help")
     assert result.exit_code == 0 and "Usage" in result.output
