@@ -183,10 +183,12 @@ def apply_adapter(model: Any, adapter: str | os.PathLike, *, merge: bool = False
 
 def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
                 threads: int | None = None, device: str | None = None, max_batch: int = 8,
-                attn: str | None = None, merge_adapter: bool = False, cache_dir: Path | None = None,
+                attn: str | None = None, merge_adapter: bool | None = None, cache_dir: Path | None = None,
                 cache_kind: str | None = None, compile_decode: bool | None = None) -> LocalEngine:
     """`cache_kind`/`compile_decode` None = what measured fastest on the device: static cache and a
-    compiled decode step on CUDA, dynamic cache and eager on CPU (docs/ENGINE.md)."""
+    compiled decode step on CUDA, dynamic cache and eager on CPU (docs/ENGINE.md).
+    `merge_adapter` None = merge the adapter into unquantized weights (the LoRA matmuls then cost
+    nothing per token) and keep it separate on 4/8-bit bases, where merging is impossible."""
     set_threads(threads)
     adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
     dev = resolve_device(device)
@@ -194,9 +196,10 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     mode = resolve_quant(quant, dev)
     attention = resolve_attention(attn, dev)
     weights = load_model(source, quant=mode, device=dev, attention=attention)
-    adapter = None if adapter in (None, "", "none") else adapter  # Settings: "none" disables
+    quantized = mode in ("int8", "nf4")
     if adapter:
-        weights = apply_adapter(weights, adapter, merge=merge_adapter, quantized=mode in ("int8", "nf4"))
+        merge = not quantized if merge_adapter is None else merge_adapter
+        weights = apply_adapter(weights, adapter, merge=merge, quantized=quantized)
     info = EngineInfo(model_name=source.name, path=str(source.path / (source.gguf_file or "")),
                       sha256=source.sha256, quant=mode, attention=attention,
                       adapter=str(adapter) if adapter else None)
