@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 from datetime import datetime
 from pathlib import Path
 
@@ -108,6 +109,15 @@ class RunMetrics:
 Progress = Callable[[str, int], None]  # (counter name, increment)
 
 
+class PositionedLines(Protocol):
+    """Lines that know, once read, where the next read starts (`TailRead`, the watcher's batch)."""
+
+    end_offset: int
+    next_line_no: int
+
+    def __iter__(self) -> Iterator[LogLine | ErrorRow]: ...
+
+
 def _no_progress(_name: str, _n: int) -> None:
     return None
 
@@ -177,15 +187,15 @@ class Pipeline:
                      fmt=state.format if state else None)
         self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
 
-    def process(self, items: Iterable[LogLine | ErrorRow], *, source: str, inode: int,
+    def process(self, items: PositionedLines, *, source: str, inode: int,
                 reference_time: datetime | None = None, set_offset: bool = True, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, errors, miner state and
         (with `set_offset`) the offset after the last line — the last part in ONE transaction with
         the last records, so a crash never commits an offset without its records or vice versa.
-        When `items` is a `TailRead`, its exact `end_offset`/`next_line_no` are what is persisted.
+        `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
+        `next_line_no` say exactly where the next read must start, and that is what is persisted.
         Returns the format used."""
-        tracker = _OffsetTracker()
-        decision, events = parse_stream(tracker.track(self._without_errors(items)), path=source,
+        decision, events = parse_stream(self._without_errors(items), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
             self.metrics.formats[source] = decision.reason
@@ -199,9 +209,7 @@ class Pipeline:
                 self._flush()
                 self._commit()
         self._flush()
-        offset = getattr(items, "end_offset", tracker.next_offset)
-        line_no = getattr(items, "next_line_no", tracker.last_line + 1) - 1
-        source_state = dict(path=source, inode=inode, offset=offset, line_no=line_no,
+        source_state = dict(path=source, inode=inode, offset=items.end_offset, line_no=items.next_line_no - 1,
                             format=fmt, miner_state=miner.state()) if set_offset else None
         self._commit(source_state)
         return fmt
@@ -361,20 +369,6 @@ def _verdict(records: Sequence[RiskRecord], llm: LLMResult | None) -> str:
     if records:
         return max(records, key=lambda r: r.risk_score).risk_level
     return "benign" if llm is None or llm.assessment is not None else "benign-unassessed"
-
-
-class _OffsetTracker:
-    """Where the last line ended, for line sources that do not know it themselves (stdin)."""
-
-    def __init__(self) -> None:
-        self.next_offset = 0
-        self.last_line = 0
-
-    def track(self, lines: Iterable[LogLine]) -> Iterator[LogLine]:
-        for line in lines:
-            self.last_line = line.line_no
-            self.next_offset = line.offset + len(line.text.encode("utf-8", "replace")) + 1
-            yield line
 
 
 def _line_limit(path: Path) -> int:
