@@ -188,9 +188,9 @@ class Pipeline:
         self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
 
     def process(self, items: PositionedLines, *, source: str, inode: int,
-                reference_time: datetime | None = None, set_offset: bool = True, fmt: str | None = None) -> str:
+                reference_time: datetime | None = None, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, errors, miner state and
-        (with `set_offset`) the offset after the last line — the last part in ONE transaction with
+        the offset after the last line — the last part in ONE transaction with
         the last records, so a crash never commits an offset without its records or vice versa.
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
@@ -210,7 +210,7 @@ class Pipeline:
                 self._commit()
         self._flush()
         source_state = dict(path=source, inode=inode, offset=items.end_offset, line_no=items.next_line_no - 1,
-                            format=fmt, miner_state=miner.state()) if set_offset else None
+                            format=fmt, miner_state=miner.state())
         self._commit(source_state)
         return fmt
 

@@ -29,6 +29,7 @@ from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.record import (
     Evidence,
     ExemplarLine,
+    Indicators,
     RiskRecord,
     Technique,
     record_id,
@@ -167,7 +168,7 @@ def _evidence(window: Window, events: Sequence[Event]) -> Evidence:
     )
 
 
-def _rules_text(group: _Group, window: Window, events: Sequence[Event], indicators) -> tuple[str, str, str]:
+def _rules_text(group: _Group, window: Window, events: Sequence[Event], indicators: Indicators) -> tuple[str, str, str]:
     """Anomaly/trace/recommendation written from the facts when no model text is available."""
     anomaly = "; ".join(f"{s.title}" + (f" ({s.description})" if s.description else "") for s in group.signals)
     who = []
@@ -185,10 +186,9 @@ def _rules_text(group: _Group, window: Window, events: Sequence[Event], indicato
 
 
 def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], texts: tuple[str, str, str],
-            techniques: list[Technique], detections: list[str], decided_by: str, prov: Provenance,
-            llm: LLMResult | None) -> RiskRecord:
+            indicators: Indicators, techniques: list[Technique], detections: list[str], decided_by: str,
+            prov: Provenance, llm: LLMResult | None) -> RiskRecord:
     anomaly, trace, recommendation = texts
-    indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
@@ -219,7 +219,7 @@ def _group_record(window: Window, group: _Group, assessment: LLMAssessment | Non
         tech_ids, decided = rule_techniques + list(assessment.techniques), "rules+llm"
     indicators = extract_indicators(events)
     return _record(window, category=group.category, key=group.key, level=level, events=events,
-                   texts=texts or _rules_text(group, window, events, indicators),
+                   texts=texts or _rules_text(group, window, events, indicators), indicators=indicators,
                    techniques=_techniques(tech_ids), detections=sorted({s.rule_id for s in group.signals}),
                    decided_by=decided, prov=prov, llm=llm)
 
@@ -227,6 +227,7 @@ def _group_record(window: Window, group: _Group, assessment: LLMAssessment | Non
 def _llm_only_record(window: Window, assessment: LLMAssessment, prov: Provenance, llm: LLMResult) -> RiskRecord:
     return _record(window, category=assessment.category, key="llm", level=assessment.risk_level, events=window.events,
                    texts=(assessment.anomaly, assessment.trace, assessment.recommendation),
+                   indicators=extract_indicators(window.events),
                    techniques=_techniques(assessment.techniques), detections=[], decided_by="llm",
                    prov=prov, llm=llm)
 
