@@ -249,3 +249,41 @@ def test_count_tokens_and_describe(tiny_model, qwen_tokenizer):
     info = engine.describe()
     assert info["model"] == "tiny" and info["dtype"] == "float32" and info["device"] == "cpu"
     assert info["footprint_mb"] > 0 and info["threads"] >= 1 and info["attention"] == "sdpa"
+
+
+def _model_of_class(cls, source):
+    model = cls(source.config).eval()
+    model.load_state_dict(source.state_dict())
+    return model
+
+
+def test_models_taking_past_key_values_get_their_cache(tiny_model, qwen_tokenizer):
+    """transformers ≤ 5.17 names the forward's cache `past_key_values`; a cache passed as `cache`
+    there vanishes into **kwargs and every step runs without context (seen as garbage on an H200)."""
+    from transformers import Qwen2ForCausalLM
+
+    class OlderQwen2(Qwen2ForCausalLM):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None,
+                    use_cache=None, logits_to_keep=0, **kwargs):
+            assert "cache" not in kwargs, "the engine passed the cache under a name this model ignores"
+            return super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                   use_cache=use_cache, logits_to_keep=logits_to_keep, cache=past_key_values)
+
+    older = LocalEngine(_model_of_class(OlderQwen2, tiny_model), qwen_tokenizer)
+    current = LocalEngine(tiny_model, qwen_tokenizer)
+    assert texts(older.generate(REQUESTS, max_new_tokens=16)) == texts(current.generate(REQUESTS, max_new_tokens=16))
+
+
+def test_a_model_that_ignores_the_cache_is_an_error_not_garbage(tiny_model, qwen_tokenizer):
+    from transformers import Qwen2ForCausalLM
+
+    class Forgetful(Qwen2ForCausalLM):
+        def forward(self, input_ids=None, attention_mask=None, position_ids=None, use_cache=None,
+                    logits_to_keep=0, **kwargs):  # takes the cache under no name at all
+            kwargs.pop("cache", None), kwargs.pop("past_key_values", None)
+            return super().forward(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                                   use_cache=use_cache, logits_to_keep=logits_to_keep)
+
+    engine = LocalEngine(_model_of_class(Forgetful, tiny_model), qwen_tokenizer)
+    with pytest.raises(ModelError, match="KV cache"):
+        engine.generate(REQUESTS[:1], max_new_tokens=4)

@@ -19,7 +19,7 @@ import torch
 
 from logwarden.engine.api import Sampling
 from logwarden.engine.constrained import BatchConstraint
-from logwarden.engine.prefix_cache import PrefixKV, fill_cache
+from logwarden.engine.prefix_cache import PrefixKV, cache_keyword, check_cache_filled, fill_cache
 
 
 @dataclass(slots=True)
@@ -52,22 +52,25 @@ def layout(prefix_len: int, suffixes: Sequence[Sequence[int]], pad_id: int, devi
 
 
 def forward_last(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 position_ids: torch.Tensor, cache: Any) -> torch.Tensor:
-    """One forward pass; only the last position's logits are computed. Returns (B, V) float32."""
+                 position_ids: torch.Tensor, cache: Any, cache_kw: str = "cache") -> torch.Tensor:
+    """One forward pass; only the last position's logits are computed. Returns (B, V) float32.
+    `model` may be a compiled forward, hence the cache keyword comes from the caller."""
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                cache=cache, use_cache=True, logits_to_keep=1)
+                use_cache=True, logits_to_keep=1, **{cache_kw: cache})
     return out.logits[:, -1, :].float()
 
 
 def prefill(model: Any, lay: Layout, cache: Any) -> torch.Tensor:
     """(B, T) suffix tokens on top of the prefix already in `cache` → (B, V) next-token logits."""
-    return forward_last(model, lay.input_ids, lay.attention_mask, lay.position_ids, cache)
+    logits = forward_last(model, lay.input_ids, lay.attention_mask, lay.position_ids, cache, cache_keyword(model))
+    check_cache_filled(cache, lay.attention_mask.shape[1])
+    return logits
 
 
 def decode_step(model: Any, tokens: torch.Tensor, attention_mask: torch.Tensor,
-                position_ids: torch.Tensor, cache: Any) -> torch.Tensor:
+                position_ids: torch.Tensor, cache: Any, cache_kw: str) -> torch.Tensor:
     """(B, 1) last tokens → (B, V) logits; the cache grows by one position."""
-    return forward_last(model, tokens, attention_mask, position_ids, cache)
+    return forward_last(model, tokens, attention_mask, position_ids, cache, cache_kw)
 
 
 def adjust(logits: torch.Tensor, seen: torch.Tensor, rows: list[int], sampling: Sampling,
@@ -130,6 +133,7 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
     seen = _seen_tokens(plan, device)
     generator = torch.Generator(device=device).manual_seed(seed) if seed is not None else None
     logits = prefill(model, lay, cache)  # (B, V)
+    cache_kw = cache_keyword(model)
     mask, positions, live = lay.attention_mask, lay.position_ids[:, -1:], list(range(len(rows)))
     static = not _can_select(cache)
     if static:
@@ -154,7 +158,7 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
         mask = _open_next(mask, filled, static)
         filled += 1
         positions = positions + 1
-        logits = decode_step(decoder or model, tokens.unsqueeze(1), mask, positions, cache)
+        logits = decode_step(decoder or model, tokens.unsqueeze(1), mask, positions, cache, cache_kw)
 
 
 def hold_stops(logits: torch.Tensor, stop_ids: frozenset[int]) -> torch.Tensor:

@@ -10,7 +10,9 @@ Does not know: sampling, grammars, or how batches are formed (`generate.py`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,6 +101,28 @@ class PrefixCache:
         self._store.clear()
 
 
+def cache_keyword(model: Any) -> str:
+    """The keyword the model's forward takes its KV cache under: transformers renamed
+    `past_key_values` to `cache` during 5.x, and an unknown keyword is swallowed by `**kwargs`
+    silently (the model then runs without its cache and answers garbage), so ask the signature."""
+    return _cache_keyword(type(model.get_base_model() if hasattr(model, "get_base_model") else model))
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_keyword(model_class: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_class.forward).parameters else "past_key_values"
+
+
+def check_cache_filled(cache: Any, expected: int) -> None:
+    """Fail loudly if a forward pass did not write its keys/values into `cache`."""
+    if cache.get_seq_length() < expected:
+        from logwarden.app.errors import ModelError
+
+        raise ModelError(f"The model did not write into the KV cache ({cache.get_seq_length()} of {expected} "
+                         f"positions); its forward() takes the cache under another name. Fix: use a "
+                         f"transformers 5.x model class, or report the model type.")
+
+
 @torch.inference_mode()
 def prefill_prefix(model: Any, prefix: Sequence[int], device: torch.device) -> PrefixKV:
     """Run the prefix once through the model, batch 1, and keep its keys/values."""
@@ -106,7 +130,8 @@ def prefill_prefix(model: Any, prefix: Sequence[int], device: torch.device) -> P
 
     ids = torch.tensor([list(prefix)], device=device)  # (1, P)
     cache = DynamicCache()
-    model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
+    model(input_ids=ids, use_cache=True, logits_to_keep=1, **{cache_keyword(model): cache})
+    check_cache_filled(cache, len(prefix))
     layers = [(layer.keys, layer.values) for layer in cache.layers]
     return PrefixKV(layers=layers, length=len(prefix))
 
