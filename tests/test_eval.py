@@ -42,6 +42,20 @@ def test_category_correct_needs_a_detecting_record_of_that_category():
     assert score_unit(unit(10, 20), [high_wrong, rec([13], level="medium")]).category_correct
 
 
+def test_top_category_counts_only_the_records_at_the_units_highest_risk():
+    medium_right = rec([11], category="brute_force", level="medium")
+    high_wrong = rec([12], category="web_attack", level="high")
+    result = score_unit(unit(10, 20), [medium_right, high_wrong])
+    assert result.category_correct and not result.category_top_correct  # the riskier record is wrong
+    tie = score_unit(unit(10, 20), [rec([11], level="high"), high_wrong])
+    assert tie.category_top_correct  # the right category is among the top-risk records
+    assert not score_unit(unit(10, 20, risk_min="high"), [medium_right]).category_top_correct  # undetected
+    report = score([unit(10, 20), unit(30, 40)], [medium_right, high_wrong, rec([35], level="critical")])
+    assert (report.overall.category_correct, report.overall.category_top_correct) == (2, 1)
+    assert report.overall.category_top_accuracy == pytest.approx(1 / 2)
+    assert [u["line_start"] for u in report.as_dict()["wrong_category"]] == [10]
+
+
 def test_benign_false_positive_only_above_risk_max():
     benign = unit(1, 9, category="benign", risk_min="info", risk_max="low")
     assert score_unit(benign, [rec([3], level="low")]).false_positive is False

@@ -4,7 +4,10 @@ Owns: reading a labels file (JSONL of `{file, line_start, line_end, category, ri
 risk_max?}`, extra keys such as `techniques`/`note` ignored), and the pure scoring functions:
 - an attack unit (category ≠ benign) is *detected* when some record overlapping its lines has a
   risk ≥ its `risk_min`; its category is *correct* when one of those detecting records carries
-  the label's category;
+  the label's category, and *top-correct* when one of the detecting records at the unit's
+  highest risk does (what an analyst sorting by risk sees first: a low-priority record of the
+  right category beside a riskier wrong one does not count, nor does a window-wide record that
+  merely happens to carry the right category next to a riskier precise one);
 - a benign unit is a *false positive* when a record overlapping it has a risk above its
   `risk_max` (no `risk_max` = any record counts);
 - a record overlaps a unit when one of its evidence line numbers lies in the unit (the span
@@ -60,6 +63,7 @@ class Scores:
     attacks: int = 0
     detected: int = 0
     category_correct: int = 0
+    category_top_correct: int = 0
     benign: int = 0
     false_positives: int = 0
 
@@ -76,13 +80,19 @@ class Scores:
         """Share of ALL attack units detected with the right category (a miss counts as wrong)."""
         return self.category_correct / self.attacks if self.attacks else None
 
+    @property
+    def category_top_accuracy(self) -> float | None:
+        """Share of ALL attack units whose highest-risk detecting records include the right category."""
+        return self.category_top_correct / self.attacks if self.attacks else None
+
     def add(self, other: Scores) -> None:
-        for name in ("attacks", "detected", "category_correct", "benign", "false_positives"):
+        for name in ("attacks", "detected", "category_correct", "category_top_correct", "benign", "false_positives"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict:
         return asdict(self) | {"recall": self.recall, "fp_rate": self.fp_rate,
-                               "category_accuracy": self.category_accuracy}
+                               "category_accuracy": self.category_accuracy,
+                               "category_top_accuracy": self.category_top_accuracy}
 
 
 @dataclass(slots=True)
@@ -90,6 +100,7 @@ class UnitResult:
     unit: LabelledUnit
     detected: bool = False
     category_correct: bool = False
+    category_top_correct: bool = False
     false_positive: bool = False
     categories_seen: list[str] = field(default_factory=list)
 
@@ -104,6 +115,9 @@ class Report:
         return {"overall": self.overall.as_dict(),
                 "per_file": {name: s.as_dict() for name, s in self.per_file.items()},
                 "missed": [u.unit.model_dump() for u in self.units if u.unit.is_attack and not u.detected],
+                "wrong_category": [u.unit.model_dump() | {"categories_seen": u.categories_seen,
+                                                          "category_correct": u.category_correct}
+                                   for u in self.units if u.detected and not u.category_top_correct],
                 "false_positives": [u.unit.model_dump() | {"categories_seen": u.categories_seen}
                                     for u in self.units if u.false_positive]}
 
@@ -161,6 +175,10 @@ def score_unit(unit: LabelledUnit, records: Sequence[ScoredRecord]) -> UnitResul
         detecting = [r for r in touching if risk_rank(r.risk_level) >= risk_rank(unit.risk_min)]
         result.detected = bool(detecting)
         result.category_correct = any(r.category == unit.category for r in detecting)
+        if detecting:
+            top = max(risk_rank(r.risk_level) for r in detecting)
+            result.category_top_correct = any(r.category == unit.category for r in detecting
+                                              if risk_rank(r.risk_level) == top)
     else:
         ceiling = risk_rank(unit.risk_max) if unit.risk_max else -1
         result.false_positive = any(risk_rank(r.risk_level) > ceiling for r in touching)
@@ -169,7 +187,8 @@ def score_unit(unit: LabelledUnit, records: Sequence[ScoredRecord]) -> UnitResul
 
 def _unit_scores(result: UnitResult) -> Scores:
     if result.unit.is_attack:
-        return Scores(attacks=1, detected=int(result.detected), category_correct=int(result.category_correct))
+        return Scores(attacks=1, detected=int(result.detected), category_correct=int(result.category_correct),
+                      category_top_correct=int(result.category_top_correct))
     return Scores(benign=1, false_positives=int(result.false_positive))
 
 

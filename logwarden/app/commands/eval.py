@@ -62,12 +62,13 @@ def _pct(value: float | None) -> str:
 
 def _row(name: str, scope: str, s: Scores) -> list[str]:
     return [name, scope, f"{s.detected}/{s.attacks}", _pct(s.recall), f"{s.category_correct}/{s.attacks}",
-            _pct(s.category_accuracy), f"{s.false_positives}/{s.benign}", _pct(s.fp_rate)]
+            _pct(s.category_accuracy), _pct(s.category_top_accuracy), f"{s.false_positives}/{s.benign}", _pct(s.fp_rate)]
 
 
 def results_table(runs: list[EvalRun]) -> Table:
     table = Table(title="logwarden eval", header_style="bold")
-    for column in ("run", "file", "detected", "recall", "right category", "category acc.", "FP units", "FP rate"):
+    for column in ("run", "file", "detected", "recall", "right category", "category acc.", "top-risk cat. acc.",
+                   "FP units", "FP rate"):
         table.add_column(column, justify="left" if column in ("run", "file") else "right")
     for run in runs:
         for scope, scores in run.report.per_file.items():
