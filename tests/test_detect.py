@@ -201,6 +201,39 @@ def test_loghub_linux_pam_failures_count_as_brute_force(detector):
     assert by_rule(signals, "lw-ssh-pam-bruteforce")[0].key == "218.188.2.4"
 
 
+def parsed(lines: list[str], fmt: str, source: str = "auth.log") -> list[Event]:
+    """The real parser's events for `lines` (these tests check parser and rules together)."""
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import parse_lines
+
+    return list(parse_lines([LogLine(source=source, line_no=n, text=t, inode=0, offset=0)
+                             for n, t in enumerate(lines, 1)], fmt))
+
+
+def test_loghub_openssh_repeated_and_pam_summary_lines_count_their_events(detector):
+    """rsyslog folds identical lines into "message repeated N times: [ … ]" and sshd reports
+    "PAM N more authentication failures": two lines can be ten failures (LogHub OpenSSH_2k)."""
+    lines = ["Dec 10 11:03:40 LabSZ sshd[25448]: message repeated 5 times: [ Failed password for root from 183.62.140.253 port 38135 ssh2]",
+             "Dec 10 11:03:41 LabSZ sshd[25450]: message repeated 5 times: [ Failed password for root from 183.62.140.253 port 38136 ssh2]",
+             "Dec 10 11:03:43 LabSZ sshd[25455]: PAM 5 more authentication failures; logname= uid=0 euid=0 tty=ssh "
+             "ruser= rhost=183.62.140.253  user=root"]
+    signals = detector.scan(parsed(lines, "syslog"))
+    [brute] = by_rule(signals, "lw-ssh-bruteforce")
+    assert (brute.key, brute.line_numbers) == ("183.62.140.253", [1, 2])
+    assert "standing for 10 events" in brute.description
+    [pam] = by_rule(signals, "lw-ssh-pam-bruteforce")
+    assert (pam.key, pam.line_numbers) == ("183.62.140.253", [3])
+    assert detector.scan(parsed(lines[:1], "syslog")) and not Detector(load_rules()).scan(
+        parsed([lines[0].replace("repeated 5 times", "repeated 2 times")], "syslog"))  # 2 < threshold 5
+
+
+def test_pam_failures_keep_a_resolved_host_name_whole(detector):
+    lines = [f"Jun 15 02:04:5{i} combo sshd(pam_unix)[2088{i}]: authentication failure; logname= uid=0 euid=0 "
+             f"tty=NODEVssh ruser= rhost=220-135-151-1.hinet-ip.hinet.net  user=root" for i in range(6)]
+    [signal] = by_rule(detector.scan(parsed(lines, "syslog")), "lw-ssh-pam-bruteforce")
+    assert signal.key == "220-135-151-1.hinet-ip.hinet.net"
+
+
 @pytest.mark.parametrize("line, rule_id, level", [
     ("Mar 10 07:01:02 web1 sudo: pam_unix(sudo:auth): authentication failure; logname=bob uid=1000 euid=0 "
      "tty=/dev/pts/0 ruser=bob rhost=  user=bob", "lw-sudo-su-auth-failure", "low"),
@@ -769,6 +802,23 @@ def test_error_log_echoes_of_web_attacks(detector, text, rule_id):
 ])
 def test_error_log_benign_lines(detector, text):
     assert detector.scan([apache_error(err(5, "10.0.0.7", text))]) == []
+
+
+def test_apache_2_0_error_log_worm_probes_and_scanner_burst(rules):
+    """Old Apache error lines carry no AH codes (LogHub Apache_2k): the IIS worm probes' encoded
+    traversal and cmd.exe/root.exe paths are web attacks; a burst of missing files is scanning."""
+    probes = ["..%255c%255c../winnt/system32/cmd.exe", "..%c1%9c../winnt/system32/cmd.exe", "root.exe",
+              "..%255c../..%255c../..%255c../winnt/system32/cmd.exe"]
+    lines = [f"[Sun Dec 04 06:01:4{i} 2005] [error] [client 222.166.160.184] File does not exist: /var/www/html/scripts/{p}"
+             for i, p in enumerate(probes)]
+    [signal] = by_rule(Detector(rules).scan(parsed(lines, "apache_error", "error_log")), "lw-weberr-traversal")
+    assert (signal.key, signal.level, signal.line_numbers) == ("222.166.160.184", "high", [1, 2, 3, 4])
+    missing = [f"[Sun Dec 04 07:10:{i:02d} 2005] [error] [client 64.6.73.199] File does not exist: /var/www/html/{p}"
+               for i, p in enumerate(["admin", "phpmyadmin", "wp-login.php", "backup.zip", ".git", "old", "test", "db"])]
+    [scan] = by_rule(Detector(rules).scan(parsed(missing, "apache_error", "error_log")), "lw-weberr-scanner-errors")
+    assert scan.key == "64.6.73.199"
+    assert Detector(rules).scan(parsed(missing[:3] + ["[Sun Dec 04 04:47:44 2005] [notice] workerEnv.init() ok "
+                                                      "/etc/httpd/conf/workers2.properties"], "apache_error")) == []
 
 
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:

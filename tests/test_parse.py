@@ -380,3 +380,17 @@ def test_parse_stream_says_when_a_one_line_document_was_cut_by_the_line_limit(tm
     assert len(list(events)) == 1
     decision, events = parse_stream(read_lines(path, max_line_bytes=len(document)))
     assert decision.name == "cloudtrail" and len(list(events)) == 400
+
+
+def test_syslog_unfolds_rsyslog_repeat_lines():
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import parse_lines
+
+    texts = ["Dec 10 11:03:40 LabSZ sshd[25448]: message repeated 5 times: [ Failed password for root from 183.62.140.253 port 38135 ssh2]",
+             "2024-03-12T10:00:00+00:00 web1 sshd[7]: message repeated 2 times: [ Connection closed by 10.0.0.9 port 22 [preauth]]",
+             "Dec 10 11:03:41 LabSZ sshd[25449]: the message repeated 5 times: [ not rsyslog's wording ]"]
+    events = list(parse_lines([LogLine(source="auth.log", line_no=n, text=t, inode=0, offset=0)
+                               for n, t in enumerate(texts, 1)], "syslog"))
+    assert (events[0].message, events[0].fields["repeat"]) == ("Failed password for root from 183.62.140.253 port 38135 ssh2", 5)
+    assert (events[1].message, events[1].fields["repeat"]) == ("Connection closed by 10.0.0.9 port 22 [preauth]", 2)
+    assert "repeat" not in events[2].fields and events[2].message.startswith("the message repeated")

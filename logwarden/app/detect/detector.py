@@ -4,7 +4,10 @@ Owns the per-rule state that makes detection work across batches (a burst split 
 calls still fires), with bounded memory: per-key deques trimmed by the rule's window and an LRU cap
 on the number of keys. Also owns merging: one Signal per rule + source + key per `scan` call
 ("42 SQLi attempts from 1.2.3.4", not 42 records), with line numbers capped (first and last kept)
-and the true count in the description. It does not know the rule file format (see `rules.py`).
+and the true count in the description. A line can stand for several events: a regex group named
+`count` (sshd's "PAM 5 more authentication failures") or the parser's `repeat` field (rsyslog's
+"message repeated 5 times") weighs it in threshold counts. It does not know the rule file format
+(see `rules.py`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from logwarden.app.models import Event, Signal
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
 MAX_KEYS_PER_RULE = 20_000  # least recently seen keys are forgotten beyond this
 MAX_HITS_PER_KEY = 5_000  # for distinct-counting rules, whose deques are not cleared at the threshold
+MAX_LINE_WEIGHT = 10_000  # one line never counts for more events than this
 
 
 @dataclass(slots=True)
@@ -28,6 +32,7 @@ class _Hit:
     t: float
     line_no: int
     distinct: str | None
+    weight: int = 1  # events this line stands for
 
 
 @dataclass(slots=True)
@@ -36,12 +41,14 @@ class _KeyState:
 
     hits: deque[_Hit] = field(default_factory=deque)
     values: Counter[str] = field(default_factory=Counter)  # distinct field → hits in window
+    events: int = 0  # sum of the hits' weights
     burst_last_t: float | None = None  # time of the last event of a burst that already fired
 
     def add(self, hit: _Hit) -> None:
         if len(self.hits) >= MAX_HITS_PER_KEY:
             self._drop_oldest()
         self.hits.append(hit)
+        self.events += hit.weight
         if hit.distinct is not None:
             self.values[hit.distinct] += 1
 
@@ -50,14 +57,16 @@ class _KeyState:
             self._drop_oldest()
 
     def measure(self, distinct: bool) -> int:
-        return len(self.values) if distinct else len(self.hits)
+        return len(self.values) if distinct else self.events
 
     def clear(self) -> None:
         self.hits.clear()
         self.values.clear()
+        self.events = 0
 
     def _drop_oldest(self) -> None:
         old = self.hits.popleft()
+        self.events -= old.weight
         if old.distinct is not None:
             self.values[old.distinct] -= 1
             if self.values[old.distinct] <= 0:
@@ -76,11 +85,13 @@ class _Open:
     last_t: float
     lines: list[int] = field(default_factory=list)
     tail: deque[int] = field(default_factory=lambda: deque(maxlen=MAX_LINE_NUMBERS // 2))
-    count: int = 0
+    count: int = 0  # lines
+    events: int = 0  # what the lines stand for (a "repeated 5 times" line is 5)
     distinct_values: set[str] = field(default_factory=set)
 
-    def add(self, line_no: int, t: float, distinct: str | None = None) -> None:
+    def add(self, line_no: int, t: float, distinct: str | None = None, weight: int = 1) -> None:
         self.count += 1
+        self.events += weight
         self.last_t = t
         if len(self.lines) < MAX_LINE_NUMBERS // 2:
             self.lines.append(line_no)
@@ -99,6 +110,8 @@ class _Open:
     def _describe(self) -> str:
         spec = self.rule.spec
         what = f"{self.count} matching line{'s' if self.count != 1 else ''}"
+        if self.events != self.count:
+            what += f" standing for {self.events} events"
         if spec.aggregate and spec.aggregate.distinct and self.distinct_values:
             what += f", {len(self.distinct_values)} distinct {spec.aggregate.distinct}"
         where = f" for {self.key_field}={self.key}" if self.key else ""
@@ -245,10 +258,10 @@ class Detector:
         source = view.event.source
         state = self._state(rule, source, key)
         slot = (rule.id, source, key)
-        hit = _Hit(t, view.event.line_no, distinct)
+        hit = _Hit(t, view.event.line_no, distinct, _weight(view, captures))
         if state.burst_last_t is not None and t - state.burst_last_t <= agg.window_s:
             state.burst_last_t = t  # the burst goes on: extend (or reopen, in a later call) its signal
-            self._open(slot, rule, source, key, t, opened).add(hit.line_no, t, distinct)
+            self._open(slot, rule, source, key, t, opened).add(hit.line_no, t, distinct, hit.weight)
             return
         state.burst_last_t = None
         state.add(hit)
@@ -260,7 +273,7 @@ class Detector:
     def _fire(self, state: _KeyState, slot: tuple, rule: Rule, source: str, key: str, opened: dict) -> None:
         signal = self._open(slot, rule, source, key, state.hits[0].t, opened)
         for hit in state.hits:
-            signal.add(hit.line_no, hit.t, hit.distinct)
+            signal.add(hit.line_no, hit.t, hit.distinct, hit.weight)
         state.clear()
 
     @staticmethod
@@ -290,7 +303,8 @@ class Detector:
             key = _key_value(view, captures, (agg.group_by,))[1]
             if key:
                 state = self._state(rule, view.event.source, key)
-                state.add(_Hit(t, view.event.line_no, _distinct_value(view, captures, agg.distinct)))
+                state.add(_Hit(t, view.event.line_no, _distinct_value(view, captures, agg.distinct),
+                                _weight(view, captures)))
                 state.trim(t - agg.window_s)
             return
         after = rule.followed_by.evaluate(view)
@@ -308,7 +322,7 @@ class Detector:
             return
         signal = _Open(rule, view.event.source, agg.group_by, key, state.hits[0].t, t)
         for hit in state.hits:
-            signal.add(hit.line_no, hit.t, hit.distinct)
+            signal.add(hit.line_no, hit.t, hit.distinct, hit.weight)
         signal.add(view.event.line_no, t)
         state.clear()
         finished.append(signal)
@@ -323,6 +337,15 @@ def _key_value(view: EventView, captures: dict[str, str], names: Sequence[str]) 
         if value not in (None, "", "-"):
             return name, str(value)
     return "", ""
+
+
+def _weight(view: EventView, captures: dict[str, str]) -> int:
+    """How many events the line stands for: a `count` capture, else the parser's `repeat`, else 1."""
+    raw = captures.get("count") or view.get("repeat")
+    try:
+        return min(max(int(raw), 1), MAX_LINE_WEIGHT) if raw is not None else 1
+    except (TypeError, ValueError):
+        return 1
 
 
 def _distinct_value(view: EventView, captures: dict[str, str], name: str | None) -> str | None:

@@ -1,8 +1,10 @@
 """Syslog as files hold it: RFC 3164 (auth.log, secure, messages), the ISO-timestamped variant
 rsyslog writes with RSYSLOG_FileFormat, and RFC 5424.
 
-Owns the header grammar (PRI, timestamp, host, `program[pid]:` tag). Does not split sshd/PAM/sudo
-messages into fields: detectors read `message`. Year-less dates get their year from
+Owns the header grammar (PRI, timestamp, host, `program[pid]:` tag) and unwrapping rsyslog's
+"message repeated N times: [ … ]" (the inner message becomes `message`, N the field `repeat`, so
+five failed logins folded into one line still count five). Does not split sshd/PAM/sudo messages
+into fields: detectors read `message`. Year-less dates get their year from
 `timestamps.YearGuesser`.
 """
 
@@ -23,6 +25,7 @@ _BSD = re.compile(r"(?:<(\d{1,3})>)?([A-Z][A-Za-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d
                   r"(?:\.(\d{1,6}))?" + _HOST_TAG_MSG)
 _ISO_HEAD = re.compile(r"(?:<(\d{1,3})>)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
                        r"(?:Z|[+-]\d\d:\d\d)?)" + _HOST_TAG_MSG)
+_REPEATED = re.compile(r"message repeated (\d+) times: \[ ?(.*?)\]?$")
 _SD_ELEMENT = r'\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\]'
 _RFC5424 = re.compile(r"<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) "
                       rf"(-|(?:{_SD_ELEMENT})+)(?: (.*))?")
@@ -35,6 +38,17 @@ def _fields(program: str | None, pid: str | None) -> dict:
     if pid:
         fields["pid"] = int(pid)
     return fields
+
+
+def _unfold(message: str, fields: dict) -> str:
+    """rsyslog's repeat-reduction line → the repeated message, its count in `fields["repeat"]`."""
+    if not message.startswith("message repeated "):
+        return message
+    match = _REPEATED.match(message)
+    if match is None:
+        return message
+    fields["repeat"] = int(match.group(1))
+    return match.group(2)
 
 
 class SyslogParser:
@@ -64,8 +78,9 @@ class SyslogParser:
         ts = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
         if ts is None:  # Feb 30, 25:00: not a real syslog header
             return None
-        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
-                         fields=_fields(program, pid))
+        fields = _fields(program, pid)
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=_unfold(message, fields),
+                         fields=fields)
 
     def _parse_iso(self, line: LogLine) -> Event | None:
         match = _ISO_HEAD.match(line.text)
@@ -75,8 +90,9 @@ class SyslogParser:
         ts = parse_iso(stamp)
         if ts is None:
             return None
-        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
-                         fields=_fields(program, pid))
+        fields = _fields(program, pid)
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=_unfold(message, fields),
+                         fields=fields)
 
 
 def _nil(value: str) -> str | None:
