@@ -821,6 +821,17 @@ def test_apache_2_0_error_log_worm_probes_and_scanner_burst(rules):
                                                       "/etc/httpd/conf/workers2.properties"], "apache_error")) == []
 
 
+def test_nginx_error_log_probe_burst_is_scanning_not_a_web_shell(rules):
+    paths = ["wp-login.php", ".env", "phpmyadmin/index.php", ".git/config", "admin.php", "backup.zip",
+             "config.php.bak", "shell.php", "server-status"]
+    lines = [f'2024/03/12 07:42:{10 + i} [error] 1234#1234: *{5 + i} open() "/usr/share/nginx/html/{p}" failed '
+             f'(2: No such file or directory), client: 45.155.205.233, server: _, request: "GET /{p} HTTP/1.1", '
+             f'host: "shop"' for i, p in enumerate(paths)]
+    signals = Detector(rules).scan(parsed(lines, "apache_error", "error.log"))
+    assert fired(signals) == {"lw-weberr-scanner-errors"}  # /shell.php that does not exist is a probe
+    assert by_rule(signals, "lw-weberr-scanner-errors")[0].line_numbers == list(range(1, 10))
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 
