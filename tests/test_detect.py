@@ -650,8 +650,44 @@ def test_auditd_account_creation_and_admin_group(detector):
                    "msg='op=adding-user-to-group acct=\"alice\" grp=\"docker\" exe=\"/usr/sbin/usermod\" "
                    "hostname=web01 addr=? terminal=pts/1 res=success'", 3)
     assert [(s.rule_id, s.key) for s in detector.scan([add])] == [("lw-auditd-account-created", "sysupdate")]
-    assert [(s.rule_id, s.level) for s in detector.scan([grp])] == [("lw-auditd-added-to-admin-group", "high")]
+    assert sorted((s.rule_id, s.level) for s in detector.scan([grp])) == [
+        ("lw-auditd-added-to-admin-group", "high"), ("lw-auditd-new-admin-account", "critical")]
     assert detector.scan([other]) == []
+
+
+def test_new_account_given_admin_rights_is_critical_persistence_in_every_format(rules):
+    """Created, then made an administrator within the hour: one critical account_persistence
+    signal per format, carrying both lines; elevation of an older or another account is not it."""
+    syslog_lines = ["Apr  2 10:00:00 app-7 useradd[881]: new user: name=svc_cache, UID=1205, GID=1205, home=/home/svc_cache, shell=/bin/bash, from=/dev/pts/2",
+                    "Apr  2 10:00:30 app-7 usermod[890]: add 'svc_cache' to group 'wheel'",
+                    "Apr  2 10:00:30 app-7 usermod[890]: add 'svc_cache' to shadow group 'wheel'"]
+    audit_lines = ["type=ADD_USER msg=audit(1712052000.120:881): pid=881 uid=0 auid=1004 ses=9 subj=unconfined msg='op=adding user acct=\"svc_cache\" id=1205 exe=\"/usr/sbin/useradd\" hostname=app-7 addr=? terminal=pts/2 res=success'",
+                   "type=USER_MGMT msg=audit(1712052030.410:890): pid=890 uid=0 auid=1004 ses=9 subj=unconfined msg='op=adding user to group acct=\"svc_cache\" grp=\"wheel\" exe=\"/usr/sbin/usermod\" hostname=app-7 addr=? terminal=pts/2 res=success'"]
+    sid = "S-1-5-21-1004336348-1177238915-682003330-2210"
+    win = [json.dumps({"EventID": 4720, "Channel": "Security", "Computer": "DC9", "TimeCreated": "2025-04-02T10:00:00Z",
+                       "TargetUserName": "helpdesk2", "TargetSid": sid, "SubjectUserName": "tmp-admin"}),
+           json.dumps({"EventID": 4732, "Channel": "Security", "Computer": "DC9", "TimeCreated": "2025-04-02T10:01:10Z",
+                       "TargetUserName": "Administrators", "TargetSid": "S-1-5-32-544", "MemberSid": sid,
+                       "MemberName": "CN=helpdesk2,CN=Users,DC=ad,DC=local", "SubjectUserName": "tmp-admin"})]
+    trail = [json.dumps({"eventTime": t, "eventSource": "iam.amazonaws.com", "eventName": name, "awsRegion": "us-east-1",
+                         "sourceIPAddress": "34.201.7.9", "userAgent": "aws-cli/2.15",
+                         "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:user/ci-bot", "userName": "ci-bot"},
+                         "requestParameters": params})
+             for t, name, params in [("2025-04-02T10:00:00Z", "CreateUser", {"userName": "backup-svc"}),
+                                     ("2025-04-02T10:02:00Z", "AttachUserPolicy",
+                                      {"userName": "backup-svc", "policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"})]]
+    cases = [(syslog_lines, "syslog", "lw-new-admin-account", "svc_cache", [1, 2]),
+             (audit_lines, "auditd", "lw-auditd-new-admin-account", "svc_cache", [1, 2]),
+             (win, "windows", "lw-win-new-admin-account", sid, [1, 2]),
+             (trail, "cloudtrail", "lw-aws-new-admin-user", "backup-svc", [1, 2])]
+    for lines, fmt, rule_id, key, numbers in cases:
+        [signal] = by_rule(Detector(rules).scan(parsed(lines, fmt)), rule_id)
+        assert (signal.key, signal.level, signal.category, signal.line_numbers) == (key, "critical", "account_persistence", numbers)
+        assert by_rule(Detector(rules).scan(parsed(lines[1:], fmt)), rule_id) == []  # elevation alone
+    late = [syslog_lines[0], syslog_lines[1].replace("10:00:30", "11:30:30")]
+    assert by_rule(Detector(rules).scan(parsed(late, "syslog")), "lw-new-admin-account") == []
+    other = [syslog_lines[0], syslog_lines[1].replace("'svc_cache'", "'alice'")]
+    assert by_rule(Detector(rules).scan(parsed(other, "syslog")), "lw-new-admin-account") == []
 
 
 # --- engine properties -----------------------------------------------------------------------------
