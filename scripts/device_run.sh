@@ -27,4 +27,11 @@ python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/d
 #
 # 4. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,MODEL_CARD.md,training.json}
 #    to logwarden/adapters/security-v1/, then score in one run (rules-only, base, base + adapter):
-#    python scripts/device_score.py --results <files_at> > bench/out/adapter_eval.json
+#    PYTHONPATH=. python scripts/device_score.py --results <files_at> --val-limit 440 > bench/out/adapter_eval.json
+#
+# Evaluation only (the shipped adapter, no training; ~10 min of H200 for 522 prompts × 2, session 2):
+#    the 11 slice calls, then  run carry=[".mdl/w9", ".mdl/data"]  (.mdl/w9: the slimmed wheels + gguf):
+#      python3 -m pip install ... --target /tmp/site .mdl/w9/*.whl; export PYTHONPATH=/tmp/site:$PWD
+#      python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out $OUT \
+#          --stage generate --adapter logwarden/adapters/security-v1 --val-prompts 440 --max-batch 128
+#    (run base and adapter as two calls with --configs base / --configs adapter to stay under 10 min each)
