@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from logwarden.app.errors import ModelError
+
 _SENTINEL = "\u2063LOGWARDEN_USER\u2063"  # invisible separator: never in a real system prompt
 
 
@@ -116,8 +118,6 @@ def _cache_keyword(model_class: type) -> str:
 def check_cache_filled(cache: Any, expected: int) -> None:
     """Fail loudly if a forward pass did not write its keys/values into `cache`."""
     if cache.get_seq_length() < expected:
-        from logwarden.app.errors import ModelError
-
         raise ModelError(f"The model did not write into the KV cache ({cache.get_seq_length()} of {expected} "
                          f"positions); its forward() takes the cache under another name. Fix: use a "
                          f"transformers 5.x model class, or report the model type.")
