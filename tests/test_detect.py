@@ -868,6 +868,18 @@ def test_nginx_error_log_probe_burst_is_scanning_not_a_web_shell(rules):
     assert by_rule(signals, "lw-weberr-scanner-errors")[0].line_numbers == list(range(1, 10))
 
 
+def test_iis_w3c_log_attacks_fire_the_web_rules(rules):
+    lines = ["#Fields: date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) "
+             "cs(Referer) sc-status sc-substatus sc-win32-status time-taken",
+             "2024-03-12 07:41:02 10.0.0.4 GET /products.aspx id=1'+UNION+SELECT+username,password+FROM+users-- 443 - "
+             "45.9.20.11 sqlmap/1.7.2#stable+(https://sqlmap.org) - 500 0 0 31",
+             "2024-03-12 07:41:05 10.0.0.4 GET /../../../../windows/win.ini - 443 - 45.9.20.11 Mozilla/5.0 - 404 0 2 1",
+             "2024-03-12 07:42:00 10.0.0.4 GET /default.aspx - 443 - 10.1.2.3 Mozilla/5.0+(Windows+NT+10.0) - 200 0 0 15"]
+    signals = Detector(rules).scan(parsed(lines, "w3c", "u_ex240312.log"))
+    assert {s.category for s in signals} >= {"web_attack", "reconnaissance"}
+    assert all(s.key == "45.9.20.11" and 4 not in s.line_numbers for s in signals)
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 

@@ -346,7 +346,7 @@ def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
 
 
 def test_every_format_name_is_a_parser():
-    assert set(FORMATS) == {"syslog", "rfc5424", "access", "apache_error", "windows",
+    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "apache_error", "windows",
                             "cloudtrail", "json", "auditd", "generic"}
 
 
@@ -394,3 +394,45 @@ def test_syslog_unfolds_rsyslog_repeat_lines():
     assert (events[0].message, events[0].fields["repeat"]) == ("Failed password for root from 183.62.140.253 port 38135 ssh2", 5)
     assert (events[1].message, events[1].fields["repeat"]) == ("Connection closed by 10.0.0.9 port 22 [preauth]", 2)
     assert "repeat" not in events[2].fields and events[2].message.startswith("the message repeated")
+
+
+IIS_HEAD = ["#Software: Microsoft Internet Information Services 10.0", "#Version: 1.0", "#Date: 2024-03-12 07:40:01",
+            "#Fields: date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) "
+            "cs(Referer) sc-status sc-substatus sc-win32-status time-taken"]
+IIS_ROWS = ["2024-03-12 07:40:01 10.0.0.4 GET /default.aspx - 443 - 10.1.2.3 Mozilla/5.0+(Windows+NT+10.0) - 200 0 0 15",
+            "2024-03-12 07:41:02 10.0.0.4 GET /products.aspx id=1'+UNION+SELECT+1-- 443 CORP\\bob 45.9.20.11 "
+            "sqlmap/1.7.2 https://shop/ 500 0 0 31"]
+
+
+def _w3c_events(texts):
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import parse_lines
+
+    return list(parse_lines([LogLine(source="u_ex.log", line_no=n, text=t, inode=0, offset=0)
+                             for n, t in enumerate(texts, 1)], "w3c"))
+
+
+def test_w3c_iis_lines_become_access_events_with_the_access_fields():
+    from logwarden.app.parse import detect_format
+
+    assert detect_format(IIS_HEAD + IIS_ROWS * 5).name == "w3c"
+    events = _w3c_events(IIS_HEAD + IIS_ROWS)
+    assert [e.format for e in events] == ["generic"] * 4 + ["access", "access"]  # directives stay lines
+    row = events[5]
+    assert row.ts.isoformat() == "2024-03-12T07:41:02+00:00"
+    assert row.fields.items() >= {"src_ip": "45.9.20.11", "method": "GET", "path": "/products.aspx?id=1'+UNION+SELECT+1--",
+                               "status": 500, "user": "CORP\\bob", "user_agent": "sqlmap/1.7.2",
+                               "referrer": "https://shop/", "server_port": "443"}.items()
+    assert row.message == row.fields["request"] == "GET /products.aspx?id=1'+UNION+SELECT+1-- HTTP/1.1"
+    assert events[4].fields["user_agent"] == "Mozilla/5.0 (Windows NT 10.0)"
+
+
+def test_w3c_fields_directive_changes_the_columns_and_a_headerless_piece_uses_iis_defaults():
+    changed = ["#Fields: date time c-ip cs-method cs-uri-stem sc-status sc-bytes",
+               "2024-03-12 08:00:00 45.9.20.11 POST /login 401 312"]
+    events = _w3c_events(IIS_HEAD + IIS_ROWS[:1] + changed)
+    assert events[-1].fields.items() >= {"src_ip": "45.9.20.11", "method": "POST", "path": "/login", "status": 401,
+                                         "bytes": 312}.items()
+    headerless = _w3c_events(IIS_ROWS)  # a rotated piece: IIS's default 15 columns
+    assert [e.fields["src_ip"] for e in headerless] == ["10.1.2.3", "45.9.20.11"]
+    assert _w3c_events(["2024-03-12 08:00:00 only three"])[0].format == "generic"

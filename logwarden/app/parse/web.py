@@ -1,5 +1,7 @@
-"""Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed) and error logs
-(Apache 2.2, Apache 2.4, and Nginx's error format, all under the name `apache_error`).
+"""Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed), W3C extended
+logs (IIS and others: `#Fields:` names the columns; read into the same fields as access logs, so
+every web rule applies), and error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all
+under the name `apache_error`).
 
 Owns the line grammars and the request-line split. A request that is not `METHOD PATH PROTO`
 (TLS bytes sent to a plain port, `-`, scanner junk) still parses: it is kept in `request`.
@@ -29,6 +31,16 @@ _APACHE_ERROR = re.compile(
 _NGINX_ERROR = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) \[([a-z]+)\] (\d+)#\d+: "
                           r"(.*)")
 _CLIENT = re.compile(r"\[client ([^\]\s]+)\] ?")
+_W3C_DATA = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# IIS's default columns when a file (a rotated piece, a copy) lacks its `#Fields:` header:
+# IIS 7.5 writes 14, IIS 8.5+ adds cs(Referer).
+_IIS_DEFAULT = "date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) {}sc-status sc-substatus sc-win32-status time-taken"
+_IIS_COLUMNS = {14: _IIS_DEFAULT.format("").split(), 15: _IIS_DEFAULT.format("cs(Referer) ").split()}
+# W3C column → access-log field (docs/FIELDS.md)
+_W3C_FIELDS = {"c-ip": "src_ip", "cs-username": "user", "cs-method": "method", "cs-version": "protocol",
+               "cs(user-agent)": "user_agent", "cs(referer)": "referrer", "cs-host": "vhost",
+               "s-ip": "server_ip", "s-port": "server_port", "s-computername": "server",
+               "sc-substatus": "substatus", "sc-win32-status": "win32_status", "time-taken": "time_taken_ms"}
 _NGINX_CLIENT = re.compile(r", client: ([^,\s]+)")
 _ERROR_CODE = re.compile(r"\b(AH\d{5})\b")
 
@@ -70,6 +82,53 @@ class AccessParser:
                 self._times.clear()
             ts = self._times[stamp] = _access_time(stamp)
         return ts
+
+
+class W3CParser:
+    """W3C extended log lines (`#Fields: date time c-ip cs-method cs-uri-stem …`), e.g. IIS.
+    Stateful per file: each `#Fields:` directive sets the columns of the lines after it."""
+
+    name = "w3c"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.columns: list[str] | None = None
+
+    def parse(self, line: LogLine) -> Event | None:
+        text = line.text
+        if text.startswith("#"):
+            if text.startswith("#Fields:"):
+                self.columns = [c.lower() for c in text[len("#Fields:"):].split()]
+            return None  # other directives (#Software, #Date) read as generic lines
+        values = text.split(" ")
+        columns = self.columns or _IIS_COLUMNS.get(len(values))
+        if columns is None or len(values) != len(columns) or not _W3C_DATA.match(text):
+            return None
+        row = dict(zip(columns, values))
+        ts = parse_iso(f"{row.get('date', '')}T{row.get('time', '')}+00:00")  # W3C times are UTC
+        if ts is None:
+            return None
+        fields = _w3c_fields(row)
+        return new_event(line, "access", ts=ts, host=fields.get("server"), message=fields["request"],
+                         fields=fields)
+
+
+def _w3c_fields(row: dict[str, str]) -> dict:
+    """A W3C row → the access log's fields; '+' in user agents and referrers is an encoded space."""
+    fields: dict = {}
+    for column, value in row.items():
+        name = _W3C_FIELDS.get(column)
+        if name:
+            _put(fields, name, value.replace("+", " ") if name in ("user_agent", "referrer") else value)
+    path = row.get("cs-uri-stem", "-")
+    if row.get("cs-uri-query", "-") != "-":
+        path += "?" + row["cs-uri-query"]
+    fields["path"] = path
+    fields["request"] = f"{fields.get('method', '-')} {path} {fields.get('protocol', 'HTTP/1.1')}"
+    if row.get("sc-status", "-").isdigit():
+        fields["status"] = int(row["sc-status"])
+    size = row.get("sc-bytes", "-")
+    fields["bytes"] = int(size) if size.isdigit() else None
+    return fields
 
 
 def _access_time(stamp: str) -> datetime | None:
