@@ -880,6 +880,15 @@ def test_iis_w3c_log_attacks_fire_the_web_rules(rules):
     assert all(s.key == "45.9.20.11" and 4 not in s.line_numbers for s in signals)
 
 
+def test_journald_json_export_gets_the_syslog_rules(rules):
+    records = [json.dumps({"__REALTIME_TIMESTAMP": str(1710229330000000 + i * 1_000_000), "_HOSTNAME": "web01",
+                           "SYSLOG_IDENTIFIER": "sshd", "_PID": str(1200 + i),
+                           "MESSAGE": f"Failed password for invalid user admin from 45.9.20.12 port {40000 + i} ssh2"})
+               for i in range(6)]
+    [signal] = by_rule(Detector(rules).scan(parsed(records, "json", "journal.json")), "lw-ssh-bruteforce")
+    assert (signal.key, signal.line_numbers) == ("45.9.20.12", list(range(1, 7)))
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 

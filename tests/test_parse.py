@@ -436,3 +436,23 @@ def test_w3c_fields_directive_changes_the_columns_and_a_headerless_piece_uses_ii
     headerless = _w3c_events(IIS_ROWS)  # a rotated piece: IIS's default 15 columns
     assert [e.fields["src_ip"] for e in headerless] == ["10.1.2.3", "45.9.20.11"]
     assert _w3c_events(["2024-03-12 08:00:00 only three"])[0].format == "generic"
+
+
+def test_journalctl_exports_read_as_syslog():
+    """`journalctl -o short-iso` writes +0000 offsets; `-o json` records are syslog in JSON."""
+    import json as _json
+
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import detect_format, parse_lines
+
+    short = ["2024-03-12T07:42:10+0000 web01 sshd[1200]: Failed password for root from 45.9.20.11 port 40000 ssh2"]
+    assert detect_format(short).name == "syslog"
+    [event] = parse_lines([LogLine(source="a", line_no=1, text=short[0], inode=0, offset=0)], "syslog")
+    assert (event.ts.isoformat(), event.host, event.program) == ("2024-03-12T07:42:10+00:00", "web01", "sshd")
+    record = _json.dumps({"__REALTIME_TIMESTAMP": "1710229330000000", "_HOSTNAME": "web01", "SYSLOG_IDENTIFIER": "sshd",
+                          "_PID": "1200", "MESSAGE": "Accepted publickey for deploy from 10.0.0.8 port 50000 ssh2"})
+    [event] = parse_lines([LogLine(source="j", line_no=1, text=record, inode=0, offset=0)], detect_format([record]).name)
+    assert (event.format, event.program, event.host, event.message) == (
+        "syslog", "sshd", "web01", "Accepted publickey for deploy from 10.0.0.8 port 50000 ssh2")
+    app = _json.dumps({"time": "2024-03-12T07:42:10Z", "level": "info", "msg": "started"})
+    assert next(iter(parse_lines([LogLine(source="j", line_no=1, text=app, inode=0, offset=0)], "json"))).format == "json"

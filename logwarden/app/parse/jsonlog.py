@@ -341,10 +341,17 @@ class JsonParser(_ObjectParser):
         message = _first_scalar(flat, _MESSAGE_KEYS)
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
-        return new_event(line, "json", ts=parse_any(_first_scalar(flat, _TIME_KEYS)),
+        # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
+        fmt = "syslog" if _is_journald(obj) else "json"
+        return new_event(line, fmt, ts=parse_any(_first_scalar(flat, _TIME_KEYS)),
                          host=_text(_first_scalar(flat, _HOST_KEYS)),
                          program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message),
                          fields=fields)
+
+
+def _is_journald(obj: dict) -> bool:
+    """`journalctl -o json` records: MESSAGE plus journald's own trusted fields."""
+    return "MESSAGE" in obj and any(key in obj for key in ("__REALTIME_TIMESTAMP", "_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER"))
 
 
 def _pid(value: Any) -> int | None:

@@ -24,7 +24,7 @@ _HOST_TAG_MSG = (r" +(?:([^\s\[\]]*[^\s\[\]:]) +)?"
 _BSD = re.compile(r"(?:<(\d{1,3})>)?([A-Z][A-Za-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
                   r"(?:\.(\d{1,6}))?" + _HOST_TAG_MSG)
 _ISO_HEAD = re.compile(r"(?:<(\d{1,3})>)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
-                       r"(?:Z|[+-]\d\d:\d\d)?)" + _HOST_TAG_MSG)
+                       r"(?:Z|[+-]\d\d:?\d\d)?)" + _HOST_TAG_MSG)  # +0000: journalctl -o short-iso
 _REPEATED = re.compile(r"message repeated (\d+) times: \[ ?(.*?)\]?$")
 _SD_ELEMENT = r'\[(?:[^\]"\\]|\\.|"(?:[^"\\]|\\.)*")*\]'
 _RFC5424 = re.compile(r"<(\d{1,3})>(\d{1,2}) (\S+) (\S+) (\S+) (\S+) (\S+) "
