@@ -889,6 +889,34 @@ def test_journald_json_export_gets_the_syslog_rules(rules):
     assert (signal.key, signal.line_numbers) == ("45.9.20.12", list(range(1, 7)))
 
 
+def _eve(category: str, severity: int, src: str, event_type: str = "alert") -> str:
+    record = {"timestamp": "2024-03-12T07:42:13.123456+0000", "event_type": event_type, "src_ip": src,
+              "dest_ip": "10.0.0.4", "proto": "TCP"}
+    if event_type == "alert":
+        record["alert"] = {"signature_id": 2006446, "signature": "ET TEST signature", "category": category,
+                           "severity": severity}
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("category, severity, rule_id, level", [
+    ("Web Application Attack", 1, "lw-ids-exploit-attempt", "high"),
+    ("Attempted Administrator Privilege Gain", 2, "lw-ids-exploit-attempt", "high"),
+    ("Successful Administrator Privilege Gain", 1, "lw-ids-privilege-gained", "critical"),
+    ("A Network Trojan was detected", 1, "lw-ids-malware", "high"),
+    ("Detection of a Network Scan", 2, "lw-ids-scan", "medium"),
+    ("Misc Attack", 2, "lw-ids-scan", "medium"),
+    ("Potential Corporate Privacy Violation", 3, "lw-ids-policy", "low"),
+])
+def test_suricata_eve_alerts_map_to_categories(rules, category, severity, rule_id, level):
+    lines = [_eve(category, severity, "45.9.20.11"), _eve("", 0, "10.0.0.5", event_type="flow")]
+    signals = Detector(rules).scan(parsed(lines, "json", "eve.json"))
+    assert [(s.rule_id, s.level, s.key, s.line_numbers) for s in signals] == [(rule_id, level, "45.9.20.11", [1])]
+
+
+def test_low_severity_web_alert_is_not_an_exploit_record(rules):
+    assert Detector(rules).scan(parsed([_eve("Web Application Attack", 3, "45.9.20.11")], "json", "eve.json")) == []
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 
