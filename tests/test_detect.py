@@ -963,6 +963,54 @@ def test_windows_benign_lookalikes_are_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "windows", "sec.json")) == []
 
 
+def _trail(name: str, params: dict | None = None, *, user: str = "ci-bot", second: int = 0, error: str | None = None,
+           source: str = "ec2.amazonaws.com") -> str:
+    record = {"eventVersion": "1.09", "eventTime": f"2025-04-02T10:{second // 60:02d}:{second % 60:02d}Z",
+              "eventSource": source, "eventName": name, "awsRegion": "us-east-1", "sourceIPAddress": "34.201.7.9",
+              "userAgent": "aws-cli/2.15", "requestParameters": params,
+              "userIdentity": {"type": "IAMUser", "arn": f"arn:aws:iam::111122223333:user/{user}", "userName": user}}
+    if error:
+        record |= {"errorCode": error, "errorMessage": "denied"}
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("lines, rule_id", [
+    ([_trail(n, second=i, error="AccessDenied") for i, n in enumerate(
+        ["ListUsers", "ListRoles", "DescribeInstances", "ListBuckets", "GetAccountSummary", "ListSecrets",
+         "DescribeDBInstances", "ListFunctions", "DescribeSnapshots", "ListAccessKeys"])], "lw-aws-access-denied-burst"),
+    ([_trail("ModifySnapshotAttribute", {"snapshotId": "snap-0a1", "attributeType": "CREATE_VOLUME_PERMISSION",
+                                         "createVolumePermission": {"add": {"items": [{"userId": "444455556666"}]}}})],
+     "lw-aws-snapshot-or-image-shared"),
+    ([_trail("GetSecretValue", {"secretId": f"prod/db-{i}"}, second=i, source="secretsmanager.amazonaws.com")
+      for i in range(5)], "lw-aws-secrets-harvest"),
+    ([_trail("GetParameter", {"name": f"/prod/key{i}", "withDecryption": True}, second=i, source="ssm.amazonaws.com")
+      for i in range(5)], "lw-aws-secrets-harvest"),
+    ([_trail("UpdateLoginProfile", {"userName": "alice"}, source="iam.amazonaws.com")], "lw-aws-login-profile-for-other-user"),
+    ([_trail("DeleteDetector", {"detectorId": "12abc"}, source="guardduty.amazonaws.com")], "lw-aws-detection-disabled"),
+    ([_trail("UpdateDetector", {"detectorId": "12abc", "enable": False}, source="guardduty.amazonaws.com")],
+     "lw-aws-detection-disabled"),
+    ([_trail("AuthorizeSecurityGroupIngress", {"groupId": "sg-1", "ipPermissions": {"items": [
+        {"ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "ipRanges": {"items": [{"cidrIp": "0.0.0.0/0"}]}}]}})],
+     "lw-aws-security-group-open-to-world"),
+])
+def test_cloudtrail_attack_techniques(rules, lines, rule_id):
+    signals = by_rule(Detector(rules).scan(parsed(lines, "cloudtrail", "trail.json")), rule_id)
+    assert len(signals) == 1 and signals[0].line_numbers == list(range(1, len(lines) + 1))
+
+
+@pytest.mark.parametrize("lines", [
+    [_trail("ListUsers", second=i, error="AccessDenied") for i in range(12)],  # one action retried: not discovery
+    [_trail("ModifySnapshotAttribute", {"snapshotId": "snap-0a1", "createVolumePermission": {"remove": {"items": [{"userId": "444455556666"}]}}})],
+    [_trail("GetSecretValue", {"secretId": "prod/db"}, second=i, source="secretsmanager.amazonaws.com") for i in range(8)],
+    [_trail("GetParameter", {"name": f"/prod/flag{i}", "withDecryption": False}, second=i, source="ssm.amazonaws.com") for i in range(6)],
+    [_trail("UpdateLoginProfile", {"userName": "ci-bot"}, source="iam.amazonaws.com")],  # their own password
+    [_trail("UpdateDetector", {"detectorId": "12abc", "enable": True}, source="guardduty.amazonaws.com")],
+    [_trail("AuthorizeSecurityGroupIngress", {"groupId": "sg-1", "ipPermissions": {"items": [{"ipRanges": {"items": [{"cidrIp": "10.0.0.0/8"}]}}]}})],
+])
+def test_cloudtrail_benign_lookalikes_are_quiet(rules, lines):
+    assert Detector(rules).scan(parsed(lines, "cloudtrail", "trail.json")) == []
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 
