@@ -105,6 +105,14 @@ def test_binary_file_is_one_error_row_and_a_warning(tmp_path, caplog):
     assert "binary file skipped" in rows[0].message and "binary file skipped" in caplog.text
 
 
+def test_evtx_file_is_an_error_row_that_says_how_to_convert(tmp_path):
+    # the EVTX file header: "ElfFile\0", chunk counters, header size 0x80, version 3.1, block 0x1000
+    header = b"ElfFile\x00" + bytes(16) + (0x80).to_bytes(4, "little") + (1).to_bytes(2, "little") + (3).to_bytes(2, "little")
+    path = write(tmp_path, "Security.evtx", header + bytes(4096 - len(header)) + b"ElfChnk\x00" + bytes(range(256)) * 16)
+    (row,) = list(read_lines(path))
+    assert isinstance(row, ErrorRow) and "evtx_dump -o jsonl" in row.message
+
+
 def test_utf16_file_is_an_error_row_that_says_how_to_convert(tmp_path):
     path = write(tmp_path, "events.log", "\ufeffhello\r\n".encode("utf-16-le"))
     (row,) = list(read_lines(path))

@@ -145,6 +145,10 @@ class TailRead:
         if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return self._error(0, "UTF-16 text is not supported; convert it first, e.g. "
                                "`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`")
+        if sample.startswith(b"ElfFile\x00"):
+            return self._error(0, "Windows EVTX (binary event log) is not read directly; convert it to JSON "
+                               "lines first, e.g. `evtx_dump -o jsonl FILE.evtx > FILE.jsonl` (evtx_dump from "
+                               "github.com/omerbenamram/evtx, or `pip install evtx`), then analyse the .jsonl")
         if sniff_binary(sample):
             log.warning("%s: binary file skipped", self.source)
             return self._error(0, "binary file skipped (not text); exclude it or pass a log file")
