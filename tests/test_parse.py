@@ -436,6 +436,8 @@ def test_w3c_fields_directive_changes_the_columns_and_a_headerless_piece_uses_ii
     headerless = _w3c_events(IIS_ROWS)  # a rotated piece: IIS's default 15 columns
     assert [e.fields["src_ip"] for e in headerless] == ["10.1.2.3", "45.9.20.11"]
     assert _w3c_events(["2024-03-12 08:00:00 only three"])[0].format == "generic"
+    app_line = "2024-03-12 08:00:00 INFO worker-3 job 42 finished in 3.2 s with 0 errors and 17"  # 15 words
+    assert _w3c_events([app_line])[0].format == "generic"
 
 
 def test_journalctl_exports_read_as_syslog():

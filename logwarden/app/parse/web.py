@@ -104,12 +104,19 @@ class W3CParser:
         if columns is None or len(values) != len(columns) or not _W3C_DATA.match(text):
             return None
         row = dict(zip(columns, values))
+        if self.columns is None and not _looks_like_iis(row):
+            return None  # a headerless guess must look like a request, not any dated 14-word line
         ts = parse_iso(f"{row.get('date', '')}T{row.get('time', '')}+00:00")  # W3C times are UTC
         if ts is None:
             return None
         fields = _w3c_fields(row)
         return new_event(line, "access", ts=ts, host=fields.get("server"), message=fields["request"],
                          fields=fields)
+
+
+def _looks_like_iis(row: dict[str, str]) -> bool:
+    return (row["cs-method"].isalpha() and row["cs-method"].isupper() and row["cs-uri-stem"].startswith("/")
+            and len(row["sc-status"]) == 3 and row["sc-status"].isdigit() and _is_ip(row["c-ip"]))
 
 
 def _w3c_fields(row: dict[str, str]) -> dict:
