@@ -19,7 +19,7 @@ from typing import Protocol
 from datetime import datetime
 from pathlib import Path
 
-from logwarden.app.detect import Detector, load_rules
+from logwarden.app.detect import Detector, shipped_rules
 from logwarden.app.digest import build_digest
 from logwarden.app.errors import LogwardenError
 from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
@@ -150,7 +150,7 @@ class Pipeline:
         self.options = options
         self.progress = progress
         self.metrics = RunMetrics()
-        self.rules = load_rules()
+        self.rules = shipped_rules()
         self._consecutive_failures = 0
         self._pending: list[_Pending] = []
         self._buffer = _Buffer()

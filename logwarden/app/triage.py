@@ -1,16 +1,18 @@
 """Single-snippet triage: one line or a few pasted lines → a streamed assessment → a stored record.
 
-Owns: turning a snippet into a window (same parse → mine → detect → digest path as batch
-analysis, so rules set the floor here too), streaming the model's answer, and building the
+Owns: turning a snippet into one window (same parse → mine → detect → digest → prompt path as
+batch analysis, so rules set the floor here too — `prepare_lines` is that path for any list of
+lines, also used by the training-set generator), streaming the model's answer, and building the
 record. Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals or pages.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from logwarden.app.detect import Detector, load_rules
+from logwarden.app.detect import Detector, shipped_rules
 from logwarden.app.digest import build_digest
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import LogLine, Signal
@@ -45,18 +47,25 @@ class Triage:
         return build_records(self.window, self.signals, llm, prov)
 
 
-def prepare(text: str, *, budget_tokens: int = 700, count_tokens=lambda s: len(s) // 3) -> Triage:
+def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str], int] = lambda s: len(s) // 3) -> Triage:
+    """A pasted snippet (at most `MAX_SNIPPET_LINES` lines) → one prepared window."""
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
     source = "triage:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
     log_lines = [LogLine(source=source, inode=0, offset=0, line_no=i, text=t) for i, t in enumerate(lines, 1)]
-    decision, events = parse_stream(log_lines)
-    fmt = decision.name
+    return prepare_lines(log_lines, source=source, budget_tokens=budget_tokens, count_tokens=count_tokens)
+
+
+def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = 700,
+                  count_tokens: Callable[[str], int] = lambda s: len(s) // 3) -> Triage:
+    """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
+    `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it."""
+    decision, events = parse_stream(log_lines, path=path)
     miner = SourceMiner()
-    window = next(windows(events, miner, source=source, inode=0, fmt=fmt,
+    window = next(windows(events, miner, source=source, inode=0, fmt=decision.name,
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
-    signals = Detector(load_rules()).scan(window.events)
+    signals = Detector(shipped_rules()).scan(window.events)
     digest = build_digest(window, miner, signals)
-    return Triage(window, signals, user_prompt(digest.fit(budget_tokens, count_tokens)), fmt)
+    return Triage(window, signals, user_prompt(digest.fit(budget_tokens, count_tokens)), decision.name)
 
 
 def _result(stream: TextStream) -> LLMResult:

@@ -18,16 +18,13 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
-from logwarden.app.detect import Detector, load_rules
-from logwarden.app.digest import build_digest
 from logwarden.app.errors import ConfigError
-from logwarden.app.mine import SourceMiner, Window, windows
+from logwarden.app.mine import Window
 from logwarden.app.models import LogLine, Signal
-from logwarden.app.parse import parse_stream
-from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
+from logwarden.app.triage import prepare_lines
+from logwarden.prompts import PROMPT_VERSION, system_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import TEXT_MAX
 from logwarden.train.scenarios import Scenario, draw
@@ -65,26 +62,18 @@ def approx_tokens(text: str) -> int:
     return len(text) // 3 + 1
 
 
-@lru_cache(maxsize=1)
-def _rules():
-    return load_rules()
-
-
 # ---- rendering through the pipeline's stages ------------------------------------------------------
 
 def render(scenario: Scenario, count_tokens: TokenCounter = approx_tokens,
            budget: int = PROMPT_TOKEN_BUDGET) -> Rendered:
+    """One scenario = one window: the triage path (parse → mine → detect → digest → prompt)."""
     lines, offset = [], 0
     for no, text in enumerate(scenario.lines, start=1):
         lines.append(LogLine(source=scenario.path, inode=0, offset=offset, line_no=no, text=text))
         offset += len(text.encode()) + 1
-    decision, events = parse_stream(lines, path=scenario.path)
-    miner = SourceMiner()
-    # one scenario = one window: no gap cut, the size limit as in production
-    window = next(windows(events, miner, source=scenario.path, inode=0, fmt=decision.name, max_gap_s=1e12))
-    signals = Detector(_rules()).scan(window.events)
-    digest = build_digest(window, miner, signals)
-    return Rendered(scenario, window, signals, user_prompt(digest.fit(budget, count_tokens)))
+    prepared = prepare_lines(lines, source=scenario.path, path=scenario.path, budget_tokens=budget,
+                             count_tokens=count_tokens)
+    return Rendered(scenario, prepared.window, prepared.signals, prepared.prompt)
 
 
 # ---- targets -----------------------------------------------------------------------------------------

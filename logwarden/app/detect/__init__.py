@@ -6,7 +6,8 @@ event field vocabulary (docs/FIELDS.md) but nothing about windows, prompts, the 
 """
 
 from logwarden.app.detect.detector import Detector
-from logwarden.app.detect.rules import Rule, RuleSpec, load_rules, shipped_rule_files
+from logwarden.app.detect.rules import Rule, RuleSpec, load_rules, shipped_rule_files, shipped_rules
 from logwarden.app.detect.view import EventView, url_decode
 
-__all__ = ["Detector", "EventView", "Rule", "RuleSpec", "load_rules", "shipped_rule_files", "url_decode"]
+__all__ = ["Detector", "EventView", "Rule", "RuleSpec", "load_rules", "shipped_rule_files", "shipped_rules",
+           "url_decode"]

@@ -15,6 +15,7 @@ A condition key is `field` or `field|op` or `field|op|all`:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -359,6 +360,13 @@ def compile_rule(spec: RuleSpec) -> Rule:
 
 
 # --- loading ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_rules() -> tuple[Rule, ...]:
+    """The shipped rules, read and compiled once per process (rules are stateless: every
+    `Detector` keeps its own state), for callers that build many detectors, e.g. triage."""
+    return tuple(load_rules())
 
 
 def shipped_rule_files() -> list[Path]:
