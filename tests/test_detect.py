@@ -1011,6 +1011,14 @@ def test_cloudtrail_benign_lookalikes_are_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "cloudtrail", "trail.json")) == []
 
 
+def test_zeek_http_log_attacks_fire_the_web_rules(rules):
+    head = "#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tmethod\thost\turi\tversion\tuser_agent\tstatus_code"
+    rows = [f"171022933{i}.5\tC{i}\t45.9.20.11\t5123{i}\t10.0.0.4\t80\tGET\tshop\t{uri}\t1.1\tcurl/8.0\t200"
+            for i, uri in enumerate(["/item?id=1%27%20UNION%20SELECT%20password%20FROM%20users--", "/../../../../etc/passwd"])]
+    signals = Detector(rules).scan(parsed([head, *rows], "zeek", "http.log"))
+    assert {(s.rule_id, s.key) for s in signals} == {("lw-web-sqli", "45.9.20.11"), ("lw-web-path-traversal", "45.9.20.11")}
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 

@@ -346,7 +346,7 @@ def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
 
 
 def test_every_format_name_is_a_parser():
-    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "apache_error", "windows",
+    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "zeek", "apache_error", "windows",
                             "cloudtrail", "json", "auditd", "generic"}
 
 
@@ -458,3 +458,36 @@ def test_journalctl_exports_read_as_syslog():
         "syslog", "sshd", "web01", "Accepted publickey for deploy from 10.0.0.8 port 50000 ssh2")
     app = _json.dumps({"time": "2024-03-12T07:42:10Z", "level": "info", "msg": "started"})
     assert next(iter(parse_lines([LogLine(source="j", line_no=1, text=app, inode=0, offset=0)], "json"))).format == "json"
+
+
+ZEEK_HTTP = ["#separator \\x09", "#path\thttp",
+             "#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tmethod\thost\turi\treferrer\tversion\t"
+             "user_agent\tresponse_body_len\tstatus_code",
+             "1710229330.123456\tCXy1\t45.9.20.11\t51234\t10.0.0.4\t80\tGET\tshop\t/p.php?id=1%27\t-\t1.1\t"
+             "sqlmap/1.7\t512\t200"]
+
+
+def test_zeek_http_log_rows_become_access_events_tsv_and_json():
+    import json as _json
+
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import detect_format, parse_lines
+
+    def events(texts, fmt):
+        return list(parse_lines([LogLine(source="http.log", line_no=n, text=t, inode=0, offset=0)
+                                 for n, t in enumerate(texts, 1)], fmt))
+
+    assert detect_format(ZEEK_HTTP + ZEEK_HTTP[3:] * 4).name == "zeek"
+    row = events(ZEEK_HTTP, "zeek")[3]
+    assert row.format == "access" and row.ts.isoformat() == "2024-03-12T07:42:10.123456+00:00"
+    assert row.fields.items() >= {"src_ip": "45.9.20.11", "method": "GET", "path": "/p.php?id=1%27", "status": 200,
+                                  "bytes": 512, "user_agent": "sqlmap/1.7", "vhost": "shop", "dst_ip": "10.0.0.4"}.items()
+    assert "referrer" not in row.fields  # Zeek's "-" is unset
+    record = _json.dumps({"ts": 1710229330.5, "uid": "CJ1", "id.orig_h": "45.9.20.12", "id.orig_p": 5000,
+                          "id.resp_h": "10.0.0.4", "id.resp_p": 80, "method": "POST", "uri": "/login", "status_code": 401})
+    [event] = events([record], detect_format([record]).name)
+    assert (event.format, event.fields["src_ip"], event.fields["path"], event.fields["status"]) == ("access", "45.9.20.12", "/login", 401)
+    conn = ["#fields\tts\tuid\tid.orig_h\tid.orig_p\tid.resp_h\tid.resp_p\tproto\tconn_state",
+            "1710229330.1\tC1\t10.0.0.5\t40000\t8.8.8.8\t53\tudp\tSF"]
+    other = events(conn, "zeek")[1]
+    assert (other.format, other.fields["src_ip"], other.fields["dst_ip"]) == ("zeek", "10.0.0.5", "8.8.8.8")

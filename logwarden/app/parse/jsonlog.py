@@ -18,6 +18,7 @@ from typing import Any
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import parse_any
+from logwarden.app.parse.web import zeek_event
 
 _decoder = json.JSONDecoder()
 _SUMMARY_MAX = 300
@@ -341,6 +342,10 @@ class JsonParser(_ObjectParser):
         message = _first_scalar(flat, _MESSAGE_KEYS)
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
+        if "id.orig_h" in obj and "uid" in obj:  # Zeek's JSON logs: http.log rows are access events
+            event = zeek_event(line, obj)
+            if event is not None:
+                return event
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
         fmt = "syslog" if _is_journald(obj) else "json"
         return new_event(line, fmt, ts=parse_any(_first_scalar(flat, _TIME_KEYS)),

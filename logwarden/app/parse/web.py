@@ -1,7 +1,8 @@
 """Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed), W3C extended
-logs (IIS and others: `#Fields:` names the columns; read into the same fields as access logs, so
-every web rule applies), and error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all
-under the name `apache_error`).
+logs (IIS and others: `#Fields:` names the columns) and Zeek logs (`#fields`, tab-separated; the
+JSON form is read by `jsonlog`) — W3C rows and Zeek http.log rows are read into the same fields as
+access logs, so every web rule applies — and error logs (Apache 2.2, Apache 2.4, and Nginx's error
+format, all under the name `apache_error`).
 
 Owns the line grammars and the request-line split. A request that is not `METHOD PATH PROTO`
 (TLS bytes sent to a plain port, `-`, scanner junk) still parses: it is kept in `request`.
@@ -16,7 +17,7 @@ from datetime import datetime
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
-from logwarden.app.parse.timestamps import MONTHS, make_datetime, micros, offset_tz, parse_iso
+from logwarden.app.parse.timestamps import MONTHS, make_datetime, micros, offset_tz, parse_any, parse_iso
 
 _QUOTED = r'"((?:[^"\\]|\\.)*)"'
 _ACCESS = re.compile(rf"(?:(\S+) )?(\S+) (\S+) (\S+) \[([^\]]+)\] {_QUOTED} (\d{{3}}|-) (\d+|-)"
@@ -112,6 +113,67 @@ class W3CParser:
         fields = _w3c_fields(row)
         return new_event(line, "access", ts=ts, host=fields.get("server"), message=fields["request"],
                          fields=fields)
+
+
+class ZeekParser:
+    """Zeek's tab-separated logs (`#separator \\x09`, `#fields ts uid id.orig_h …`). http.log rows
+    become `access` events; rows of other Zeek logs become `zeek` events with their fields."""
+
+    name = "zeek"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.columns: list[str] | None = None
+
+    def parse(self, line: LogLine) -> Event | None:
+        text = line.text
+        if text.startswith("#"):
+            if text.startswith("#fields\t"):
+                self.columns = text.split("\t")[1:]
+            return None  # #separator, #path, #open …: generic lines
+        if self.columns is None:
+            return None
+        values = text.split("\t")
+        if len(values) != len(self.columns):
+            return None
+        row = {k: v for k, v in zip(self.columns, values) if v not in ("-", "(empty)")}
+        return zeek_event(line, row)
+
+
+def zeek_event(line: LogLine, row: dict) -> Event | None:
+    """One Zeek record (TSV row or JSON object) → an `access` event for http.log, else `zeek`."""
+    ts = parse_any(row.get("ts"))
+    if ts is None:
+        return None
+    http = zeek_http_fields(row)
+    if http is not None:
+        return new_event(line, "access", ts=ts, host=http.get("vhost"), message=http["request"], fields=http)
+    fields = dict(row)
+    _put(fields, "src_ip", row.get("id.orig_h"))
+    _put(fields, "dst_ip", row.get("id.resp_h"))
+    message = " ".join(f"{k}={v}" for k, v in row.items() if k not in ("ts", "uid"))
+    return new_event(line, "zeek", ts=ts, message=message, fields=fields)
+
+
+def zeek_http_fields(row: dict) -> dict | None:
+    """Zeek http.log columns → the access log's fields; None when `row` is not an HTTP request."""
+    method, uri = row.get("method"), row.get("uri")
+    if not method or not uri or "id.orig_h" not in row:
+        return None
+    fields: dict = {"src_ip": str(row["id.orig_h"]), "method": str(method), "path": str(uri)}
+    _put(fields, "vhost", row.get("host"))
+    _put(fields, "user_agent", row.get("user_agent"))
+    _put(fields, "referrer", row.get("referrer"))
+    _put(fields, "user", row.get("username"))
+    version = row.get("version")
+    fields["protocol"] = f"HTTP/{version}" if version else "HTTP/1.1"
+    fields["request"] = f"{method} {uri} {fields['protocol']}"
+    status = row.get("status_code")
+    if status is not None and str(status).isdigit():
+        fields["status"] = int(status)
+    size = row.get("response_body_len")
+    fields["bytes"] = int(size) if size is not None and str(size).isdigit() else None
+    fields["dst_ip"] = row.get("id.resp_h")
+    return fields
 
 
 def _looks_like_iis(row: dict[str, str]) -> bool:
