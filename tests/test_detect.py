@@ -1019,6 +1019,57 @@ def test_zeek_http_log_attacks_fire_the_web_rules(rules):
     assert {(s.rule_id, s.key) for s in signals} == {("lw-web-sqli", "45.9.20.11"), ("lw-web-path-traversal", "45.9.20.11")}
 
 
+def _gcp(method: str, service: str = "cloudresourcemanager.googleapis.com", second: int = 0, **payload) -> str:
+    return json.dumps({"insertId": f"x{second}", "logName": "projects/acme-prod/logs/cloudaudit.googleapis.com%2Factivity",
+                       "protoPayload": {"@type": "type.googleapis.com/google.cloud.audit.AuditLog",
+                                        "authenticationInfo": {"principalEmail": "ci@acme-prod.iam.gserviceaccount.com"},
+                                        "requestMetadata": {"callerIp": "34.90.1.2", "callerSuppliedUserAgent": "gcloud"},
+                                        "serviceName": service, "methodName": method, "resourceName": "projects/acme-prod",
+                                        **payload},
+                       "resource": {"type": "project"}, "severity": "NOTICE",
+                       "timestamp": f"2025-04-02T10:00:{second:02d}.000Z"})
+
+
+def _entra(user: str, second: int, code: str = "50126", ip: str = "45.9.20.13") -> str:
+    return json.dumps({"time": f"2025-04-02T10:{second // 60:02d}:{second % 60:02d}Z", "operationName": "Sign-in activity",
+                       "category": "SignInLogs", "resultType": code, "callerIpAddress": ip,
+                       "properties": {"userPrincipalName": user, "appDisplayName": "Azure Portal", "ipAddress": ip,
+                                      "status": {"errorCode": int(code), "failureReason": "Invalid username or password."}}})
+
+
+@pytest.mark.parametrize("lines, rule_id", [
+    ([_gcp("SetIamPolicy", serviceData={"policyDelta": {"bindingDeltas": [
+        {"action": "ADD", "role": "roles/owner", "member": "user:outsider@gmail.com"}]}})], "lw-gcp-privileged-role-granted"),
+    ([_gcp("storage.setIamPermissions", "storage.googleapis.com", serviceData={"policyDelta": {"bindingDeltas": [
+        {"action": "ADD", "role": "roles/storage.objectViewer", "member": "allUsers"}]}})], "lw-gcp-bucket-made-public"),
+    ([_gcp("google.iam.admin.v1.CreateServiceAccountKey", "iam.googleapis.com")], "lw-gcp-service-account-key-created"),
+    ([_gcp("google.logging.v2.ConfigServiceV2.DeleteSink", "logging.googleapis.com")], "lw-gcp-logging-tampered"),
+    ([_gcp("v1.compute.firewalls.insert", "compute.googleapis.com",
+           request={"sourceRanges": ["0.0.0.0/0"], "allowed": [{"IPProtocol": "tcp", "ports": ["22"]}]})],
+     "lw-gcp-firewall-open-to-world"),
+    ([_entra(f"user{i}@contoso.com", i * 20) for i in range(6)], "lw-entra-signin-spray"),
+    ([_entra("admin@contoso.com", i * 20) for i in range(10)], "lw-entra-signin-bruteforce"),
+    ([json.dumps({"createdDateTime": f"2025-04-02T10:00:{i:02d}Z", "userPrincipalName": f"u{i}@contoso.com",
+                  "ipAddress": "45.9.20.13", "status": {"errorCode": 50126}}) for i in range(5)], "lw-entra-signin-spray"),
+])
+def test_gcp_audit_and_entra_signin_attacks(rules, lines, rule_id):
+    signals = by_rule(Detector(rules).scan(parsed(lines, "json", "cloud.json")), rule_id)
+    assert len(signals) == 1 and signals[0].line_numbers == list(range(1, len(lines) + 1))
+    assert signals[0].key in ("ci@acme-prod.iam.gserviceaccount.com", "45.9.20.13")
+
+
+@pytest.mark.parametrize("lines", [
+    [_gcp("SetIamPolicy", serviceData={"policyDelta": {"bindingDeltas": [
+        {"action": "REMOVE", "role": "roles/owner", "member": "user:old@acme.com"}]}})],
+    [_gcp("SetIamPolicy", serviceData={"policyDelta": {"bindingDeltas": [
+        {"action": "ADD", "role": "roles/viewer", "member": "user:new@acme.com"}]}})],
+    [_gcp("v1.compute.firewalls.insert", "compute.googleapis.com", request={"sourceRanges": ["10.0.0.0/8"]})],
+    [_entra(f"user{i}@contoso.com", i * 20, code="0") for i in range(12)],  # successful sign-ins
+])
+def test_gcp_and_entra_benign_lookalikes_are_quiet(rules, lines):
+    assert Detector(rules).scan(parsed(lines, "json", "cloud.json")) == []
+
+
 def generic(line: str, line_no: int = 1, ts: datetime = T0) -> Event:
     return Event(source="app.log", line_no=line_no, offset=0, raw=line, format="generic", ts=ts, message=line)
 

@@ -304,8 +304,10 @@ _HOST_KEYS = ("host", "hostname", "host.name", "host.hostname", "_HOSTNAME", "co
 _PROGRAM_KEYS = ("program", "app", "application", "service", "service.name", "logger",
                  "logger_name", "process.name", "SYSLOG_IDENTIFIER", "_COMM")
 _IP_KEYS = ("src_ip", "source.ip", "client.ip", "client_ip", "clientip", "remote_addr",
-            "remote_ip", "srcip", "ip", "sourceIPAddress")
-_USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account")
+            "remote_ip", "srcip", "ip", "sourceIPAddress",
+            "callerIpAddress", "ipAddress", "properties.ipAddress")  # Azure activity / Entra ID sign-ins
+_USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account",
+              "userPrincipalName", "properties.userPrincipalName")  # Entra ID sign-ins
 _PID_KEYS = ("pid", "process.pid", "_PID")
 
 
@@ -339,6 +341,7 @@ class JsonParser(_ObjectParser):
         fields = dict(flat)
         _set(fields, src_ip=_text(_first_scalar(flat, _IP_KEYS)),
              user=_text(_first_scalar(flat, _USER_KEYS)), pid=_pid(_first_scalar(flat, _PID_KEYS)))
+        _gcp_audit_identity(obj, fields)
         message = _first_scalar(flat, _MESSAGE_KEYS)
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -352,6 +355,17 @@ class JsonParser(_ObjectParser):
                          host=_text(_first_scalar(flat, _HOST_KEYS)),
                          program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message),
                          fields=fields)
+
+
+def _gcp_audit_identity(obj: dict, fields: dict) -> None:
+    """GCP audit log entries keep the caller two levels down: `protoPayload.requestMetadata.callerIp`
+    and `protoPayload.authenticationInfo.principalEmail` become `src_ip` and `user`."""
+    payload = obj.get("protoPayload")
+    if not isinstance(payload, dict):
+        return
+    caller = (payload.get("requestMetadata") or {}).get("callerIp")
+    principal = (payload.get("authenticationInfo") or {}).get("principalEmail")
+    _set(fields, src_ip=fields.get("src_ip") or _text(caller), user=fields.get("user") or _text(principal))
 
 
 def _is_journald(obj: dict) -> bool:
