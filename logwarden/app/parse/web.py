@@ -172,7 +172,7 @@ def zeek_http_fields(row: dict) -> dict | None:
         fields["status"] = int(status)
     size = row.get("response_body_len")
     fields["bytes"] = int(size) if size is not None and str(size).isdigit() else None
-    fields["dst_ip"] = row.get("id.resp_h")
+    _put(fields, "dst_ip", row.get("id.resp_h"))
     return fields
 
 
