@@ -26,6 +26,7 @@ Does not know: logs, the pipeline or the store. Writes `gpu.json` and `gpu.md` i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import random
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))  # bench_common, also when imported by a test
 
 from logwarden.engine.api import Request  # noqa: E402
+from logwarden.engine.attention import gqa_decode  # noqa: E402
 from logwarden.engine.local import EngineInfo, LocalEngine  # noqa: E402
 from logwarden.engine.sizing import cuda_batch  # noqa: E402
 from logwarden.schemas import assessment_json_schema  # noqa: E402
@@ -248,12 +250,13 @@ def _fill_batch(arm: Arm, requests: int, batch: int, wall: float, device: torch.
 
 
 def make_engine(model: Any, tokenizer: Any, quant: str, args: argparse.Namespace, max_batch: int,
-                compile_decode: bool = True) -> LocalEngine:
+                decoder: str | None = None) -> LocalEngine:
     on_cuda = model.device.type == "cuda"
+    decoder = (decoder or args.decoder) if on_cuda else "eager"
     info = EngineInfo(model_name=f"random-qwen2.5-{args.size_now}", quant=quant,
                       attention=model.config._attn_implementation)
     return LocalEngine(model, tokenizer, info=info, max_batch=max_batch, token_budget=10**9,
-                       cache_kind="static" if on_cuda else "dynamic", compile_decode=on_cuda and compile_decode,
+                       cache_kind="static" if on_cuda else "dynamic", decoder=decoder,
                        min_new_tokens=args.new_tokens)
 
 
@@ -265,13 +268,24 @@ def measure_engine(model: Any, tokenizer: Any, quant: str, requests: list[Reques
     engine = make_engine(model, tokenizer, quant, args, max_batch)
     try:
         arm.extra["warmup_s"] = timed(lambda: _warm_up(engine, requests, schema, args), device)[1]
-    except Exception as exc:  # e.g. a quantized kernel torch.compile cannot trace: measure eager instead
-        arm.extra["compile_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        engine = make_engine(model, tokenizer, quant, args, max_batch, compile_decode=False)
+    except Exception as exc:  # e.g. a kernel torch.compile cannot trace or a graph cannot capture: measure eager
+        arm.extra["decoder_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        engine = make_engine(model, tokenizer, quant, args, max_batch, decoder="eager")
         arm.extra["warmup_s"] = timed(lambda: _warm_up(engine, requests, schema, args), device)[1]
+    if engine.decoder != "eager":  # same answers as eager steps, or the speed means nothing
+        eager = make_engine(model, tokenizer, quant, args, 4, "eager")
+        arm.extra["eager_repeats_itself"] = _same_answers(eager, eager, requests[:4], schema, args.new_tokens)
+        arm.extra["matches_eager"] = _same_answers(engine, eager, requests[:4], schema, args.new_tokens)
+    if engine.decoder == "graphs":  # replayed graphs against the same steps run eagerly (same kernels)
+        uncaptured = make_engine(model, tokenizer, quant, args, 4, "graphs")
+        uncaptured._graphs.capture = False
+        arm.extra["matches_uncaptured"] = _same_answers(engine, uncaptured, requests[:4], schema, args.new_tokens)
     arm.ttft_s = statistics.median(_stream_ttft(engine, requests[i % len(requests)], schema) for i in range(5))
     one = engine.generate(requests[:1], max_new_tokens=args.new_tokens)[0]
     arm.decode_b1_tok_s = one.stats.tokens_per_s
+    full = requests[: engine.max_batch]  # what the grammar costs: one full batch with and without it
+    for name, with_schema in (("full_batch_schema_s", schema), ("full_batch_no_schema_s", None)):
+        arm.extra[name] = timed(lambda: engine.generate(full, schema=with_schema, max_new_tokens=args.new_tokens), device)[1]
     reset_peak(device)
     gens, wall = timed(lambda: engine.generate(requests, schema=schema, max_new_tokens=args.new_tokens), device)
     arm.batch_new_tokens = sum(g.stats.new_tokens for g in gens)
@@ -284,10 +298,16 @@ def measure_engine(model: Any, tokenizer: Any, quant: str, requests: list[Reques
 
 def _warm_up(engine: LocalEngine, requests: list[Request], schema: dict, args: argparse.Namespace) -> None:
     """Compile/capture every shape the measured calls use: batch 1 and the full batch, twice each
-    (a CUDA graph is recorded on the second call of a shape)."""
+    (torch.compile's CUDA graphs are recorded on the second call of a shape)."""
     for _ in range(2):
         engine.generate(requests[:1], max_new_tokens=args.new_tokens)
         engine.generate(requests[: engine.max_batch], schema=schema, max_new_tokens=args.new_tokens)
+
+
+def _same_answers(engine: LocalEngine, eager: LocalEngine, requests: list[Request], schema: dict,
+                  new_tokens: int) -> bool:
+    texts = [[g.text for g in e.generate(requests, schema=schema, max_new_tokens=new_tokens)] for e in (engine, eager)]
+    return texts[0] == texts[1]
 
 
 def _stream_ttft(engine: LocalEngine, request: Request, schema: dict) -> float:
@@ -300,23 +320,39 @@ def _stream_ttft(engine: LocalEngine, request: Request, schema: dict) -> float:
 # ---- profile ---------------------------------------------------------------------------------
 
 def profile_kernels(model: Any, tokenizer: Any, requests: list[Request], engine: LocalEngine) -> dict[str, list[dict]]:
-    """Top CUDA kernels at batch 1: 8 eager `generate` steps, then one engine call of the warmed-up
-    length (same static-cache shape, so its compiled graphs are replayed, not recompiled)."""
+    """Top CUDA kernels at batch 1: 8 eager `generate` steps, one engine call of the warmed-up
+    length (same static-cache shape, so its graphs are replayed, not recaptured), one engine
+    time-to-first-token and one full constrained batch (where the time goes: kernels, host ops,
+    wall time)."""
     from torch.profiler import ProfilerActivity, profile
 
-    base = Baseline(model, tokenizer)
+    base, schema = Baseline(model, tokenizer), assessment_json_schema()
     found = {}
     for name, fn in (("eager_generate", lambda: base.generate(requests[:1], 8)),
-                     ("engine_compiled", lambda: engine.generate(requests[:1], max_new_tokens=engine.min_new_tokens))):
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            fn()
-            sync(model.device)
-        found[name] = _top_kernels(prof)
+                     ("engine_decode", lambda: engine.generate(requests[:1], max_new_tokens=engine.min_new_tokens)),
+                     ("engine_ttft", lambda: _stream_ttft(engine, requests[1], schema)),
+                     ("engine_full_batch", lambda: engine.generate(requests[: engine.max_batch], schema=schema,
+                                                                   max_new_tokens=engine.min_new_tokens))):
+        with engine_attention(model, name.startswith("engine")), \
+                profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            wall = timed(fn, model.device)[1]
+        found[name] = {"wall_ms": round(wall * 1e3, 2), "kernels": _top_kernels(prof),
+                       "cuda_ms_total": round(sum(e.device_time_total for e in _cuda_events(prof)) / 1000, 2),
+                       "host_ops": _top_host_ops(prof)}
     return found
 
 
+def _top_host_ops(prof: Any, top: int = 12) -> list[dict]:
+    rows = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    return [{"op": e.key[:100], "self_cpu_ms": round(e.self_cpu_time_total / 1000, 3), "calls": e.count} for e in rows[:top]]
+
+
+def _cuda_events(prof: Any) -> list[Any]:
+    return [e for e in prof.key_averages() if getattr(e, "device_time_total", 0) > 0 and e.device_type.name == "CUDA"]
+
+
 def _top_kernels(prof: Any, top: int = 15) -> list[dict]:
-    rows = [e for e in prof.key_averages() if getattr(e, "device_time_total", 0) > 0 and e.device_type.name == "CUDA"]
+    rows = _cuda_events(prof)
     rows.sort(key=lambda e: e.device_time_total, reverse=True)
     return [{"kernel": e.key[:160], "cuda_ms": round(e.device_time_total / 1000, 3), "calls": e.count,
              "attention": any(h in e.key.lower() for h in ATTENTION_HINTS)} for e in rows[:top]]
@@ -353,6 +389,12 @@ def _rows(r: dict) -> list[str]:
     ]
 
 
+def engine_attention(model: Any, on: bool = True) -> Any:
+    """The attention `load_engine` gives the engine on CUDA (engine/attention.py); the baseline
+    keeps transformers' SDPA."""
+    return gqa_decode(model) if on and model.device.type == "cuda" else contextlib.nullcontext()
+
+
 def run_one(size: str, quant: str, tokenizer: Any, device: torch.device, args: argparse.Namespace) -> dict:
     args.size_now = size
     model = build_model(size, quant, device)
@@ -361,7 +403,8 @@ def run_one(size: str, quant: str, tokenizer: Any, device: torch.device, args: a
     result = {"size": size, "quant": quant, "weights_gib": model.get_memory_footprint() / 2**30,
               "attention": model.config._attn_implementation}
     result["baseline"] = measure_baseline(model, tokenizer, requests, args).__dict__
-    engine_arm, engine = measure_engine(model, tokenizer, quant, requests, args)
+    with engine_attention(model):
+        engine_arm, engine = measure_engine(model, tokenizer, quant, requests, args)
     result["engine"] = engine_arm.__dict__
     if args.profile and device.type == "cuda":
         try:
@@ -406,6 +449,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-batch-cap", type=int, default=256)
     p.add_argument("--tokenizer", default=None, help="tokenizer folder (default: the embedded model's)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--decoder", default="graphs", choices=("graphs", "compile", "eager"),
+                   help="the engine's decode step on CUDA: replayed CUDA graphs, torch.compile, or eager")
     p.add_argument("--profile", action="store_true", help="torch.profiler kernel list of a few decode steps")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     return p.parse_args(argv)

@@ -68,7 +68,7 @@ def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path,
     from logwarden.schemas import assessment_json_schema
 
     engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant="nf4", max_batch=max_batch,
-                         cache_kind="dynamic", compile_decode=False)
+                         cache_kind="dynamic", decoder="eager")
     engine.token_budget = 10**9  # an H200 holds 128 rows of 0.5B KV easily; fewer, fuller batches
     t = time.time()
     gens = engine.generate([Request(p["system"], p["user"]) for p in prompts], schema=assessment_json_schema(),

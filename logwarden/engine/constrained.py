@@ -69,11 +69,22 @@ class BatchConstraint:
         # pinned so the host→device copy of the mask is asynchronous on CUDA
         self._bitmask = _pinned(xgr.allocate_token_bitmask(batch_size, vocab_size))  # (B, ceil(V/32)) int32
         self._keep = keep  # (ceil(V/32),) int32
+        self._filled = 0  # rows of the bitmask the last `fill` wrote
 
     def mask(self, logits: torch.Tensor, rows: Sequence[int]) -> None:
         """logits: (len(rows), V), modified in place so only grammar-valid tokens remain."""
+        self.fill(rows)
+        self.apply(logits)
+
+    def fill(self, rows: Sequence[int]) -> None:
+        """The bitmask of the listed rows' next tokens (CPU only: the generation loop calls this
+        while the GPU still computes the logits it will be applied to)."""
         self._batch.batch_fill_next_token_bitmask([self.matchers[row] for row in rows], self._bitmask)
-        live = self._bitmask[: len(rows)]
+        self._filled = len(rows)
+
+    def apply(self, logits: torch.Tensor) -> None:
+        """Mask `logits` ((rows of the last `fill`, V)) in place with the filled bitmask."""
+        live = self._bitmask[: self._filled]
         live &= self._keep  # in place: keeps the pinned buffer, so the copy below does not block
         bitmask = live.to(logits.device, non_blocking=True)
         xgr.apply_token_bitmask_inplace(logits, bitmask, vocab_size=self.vocab_size)

@@ -75,13 +75,14 @@ def decode_step(model: Any, tokens: torch.Tensor, attention_mask: torch.Tensor,
 
 def adjust(logits: torch.Tensor, seen: torch.Tensor, rows: list[int], sampling: Sampling,
            constraint: BatchConstraint | None) -> torch.Tensor:
-    """Repetition penalty (CTRL-style, as transformers does it), then the grammar mask. (B, V)."""
+    """Repetition penalty (CTRL-style, as transformers does it), then the grammar mask, which
+    `constraint.fill(rows)` must have computed. (B, V)."""
     if sampling.repetition_penalty != 1.0:
         penalty = sampling.repetition_penalty
         penalised = torch.where(logits > 0, logits / penalty, logits * penalty)
         logits = torch.where(seen[rows, : logits.shape[1]], penalised, logits)
     if constraint is not None:
-        constraint.mask(logits, rows)
+        constraint.apply(logits)
     return logits
 
 
@@ -141,7 +142,10 @@ def run_batch(model: Any, plan: BatchPlan, cache: Any, *, sampling: Sampling = S
     filled = lay.attention_mask.shape[1]  # positions written to the cache so far
     for step in range(plan.max_new_tokens):
         live_rows = [rows[i] for i in live]
-        adjusted = adjust(logits[live], seen, live_rows, sampling, constraint)
+        if constraint is not None:  # CPU work first: the GPU is still computing `logits`
+            constraint.fill(live_rows)
+        current = logits if len(live) == logits.shape[0] else logits[live]  # static caches keep finished rows
+        adjusted = adjust(current, seen, live_rows, sampling, constraint)
         if step < plan.min_new_tokens:
             adjusted = hold_stops(adjusted, plan.stop_ids)
         picked = sample(adjusted, sampling, generator)

@@ -19,6 +19,7 @@ import torch
 from logwarden.adapters import resolve_adapter
 from logwarden.app.errors import ConfigError, ModelError
 from logwarden.engine.embedded import PACKS, ensure_converted
+from logwarden.engine.attention import use_gqa_decode
 from logwarden.engine.local import EngineInfo, LocalEngine
 
 QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")
@@ -184,9 +185,10 @@ def apply_adapter(model: Any, adapter: str | os.PathLike, *, merge: bool = False
 def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
                 threads: int | None = None, device: str | None = None, max_batch: int = 8,
                 attn: str | None = None, merge_adapter: bool | None = None, cache_dir: Path | None = None,
-                cache_kind: str | None = None, compile_decode: bool | None = None) -> LocalEngine:
-    """`cache_kind`/`compile_decode` None = what measured fastest on the device: static cache and a
-    compiled decode step on CUDA, dynamic cache and eager on CPU (docs/ENGINE.md).
+                cache_kind: str | None = None, decoder: str | None = None) -> LocalEngine:
+    """`cache_kind`/`decoder` None = what measured fastest on the device: static cache and decode
+    steps replayed from CUDA graphs on CUDA (eager steps under flash_attention_2, which the graphs'
+    4-D mask does not suit), dynamic cache and eager steps on CPU (docs/ENGINE.md).
     `merge_adapter` None = merge the adapter into unquantized weights (the LoRA matmuls then cost
     nothing per token) and keep it separate on 4/8-bit bases, where merging is impossible."""
     set_threads(threads)
@@ -197,6 +199,8 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     attention = resolve_attention(attn, dev)
     weights = load_model(source, quant=mode, device=dev, attention=attention)
     quantized = mode in ("int8", "nf4")
+    if dev.type == "cuda":  # decode steps read the KV cache once (engine/attention.py)
+        attention = use_gqa_decode(weights)
     if adapter:
         merge = not quantized if merge_adapter is None else merge_adapter
         weights = apply_adapter(weights, adapter, merge=merge, quantized=quantized)
@@ -206,4 +210,9 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
     on_cuda = dev.type == "cuda"
     return LocalEngine(weights, load_tokenizer(source), info=info, max_batch=max_batch,
                        cache_kind=cache_kind or ("static" if on_cuda else "dynamic"),
-                       compile_decode=on_cuda if compile_decode is None else compile_decode)
+                       decoder=decoder or _default_decoder(on_cuda, attention))
+
+
+def _default_decoder(on_cuda: bool, attention: str) -> str:
+    """Captured graphs hand the model a 4-D mask, which flash_attention_2 does not take."""
+    return "graphs" if on_cuda and attention != "flash_attention_2" else "eager"

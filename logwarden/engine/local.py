@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 
-from logwarden.app.errors import ModelError
+from logwarden.app.errors import ConfigError, ModelError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.constrained import BatchConstraint, GrammarCache
+from logwarden.engine.cuda_graphs import GraphDecoder
 from logwarden.engine.detok import Detokenizer
 from logwarden.engine.generate import BatchPlan, Step, run_batch
 from logwarden.engine.prefix_cache import PrefixCache, PrefixKV, SplitPrompt, prefill_prefix, split_prompt
@@ -58,7 +59,7 @@ class _Tally:
 class LocalEngine:
     def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = 8,
                  token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic",
-                 compile_decode: bool = False, min_new_tokens: int = 0):
+                 decoder: str = "eager", min_new_tokens: int = 0):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.info = info or EngineInfo()
@@ -74,8 +75,10 @@ class LocalEngine:
         self.pad_id = _pad_id(tokenizer, self.stop_ids)
         self.vocab_size = int(model.config.get_text_config().vocab_size)
         self._grammars: GrammarCache | None = None
-        # CUDA graphs need fixed shapes and addresses: a compiled decode step only with a static cache
-        self._decoder = _compiled_forward(model) if compile_decode and cache_kind == "static" else None
+        _check_decoder(decoder, cache_kind, getattr(model.config, "_attn_implementation", None))
+        self.decoder = decoder
+        self._graphs = GraphDecoder(model) if decoder == "graphs" else None
+        self._decoder = self._graphs or (_compiled_forward(model) if decoder == "compile" else None)
 
     # ---- Engine interface -------------------------------------------------------------------
 
@@ -105,7 +108,7 @@ class LocalEngine:
             "device": str(self.model.device), "attention": self.info.attention,
             "threads": torch.get_num_threads(), "footprint_mb": round(_footprint_mb(self.model), 1),
             "adapter": self.info.adapter, "max_batch": self.max_batch, "prefix_reuse": self.prefix_reuse,
-            "cache": self.cache_kind, "compiled_decode": self._decoder is not None, **self.info.extra,
+            "cache": self.cache_kind, "decoder": self.decoder, **self.info.extra,
         }
 
     # ---- planning ---------------------------------------------------------------------------
@@ -210,8 +213,10 @@ class LocalEngine:
 
         if self.cache_kind == "static":
             longest = max(len(s) for s in plan.suffixes) + (plan.prefix.length if plan.prefix else 0)
-            # rounded up so a compiled decode step sees few distinct shapes (each one recompiles)
+            # rounded up so a compiled or captured decode step sees few distinct shapes
             size = -(-(longest + plan.max_new_tokens) // STATIC_BUCKET) * STATIC_BUCKET
+            if self._graphs is not None:
+                return self._graphs.cache(batch_size, size)
             return StaticCache(config=self.model.config, max_cache_len=size)
         return DynamicCache()
 
@@ -241,6 +246,20 @@ class LocalEngine:
             peak_memory_mb=_peak_memory_mb(self.model.device), batch_size=batch_size,
             attention=self.info.attention, quant=self.info.quant, device=str(self.model.device),
             model=self.info.model_name)
+
+
+DECODERS = ("eager", "compile", "graphs")
+
+
+def _check_decoder(decoder: str, cache_kind: str, attention: str | None) -> None:
+    """Compiled and captured steps need fixed shapes and addresses: a static cache. Captured steps
+    hand the model a 4-D mask, which flash_attention_2 does not take."""
+    if decoder not in DECODERS:
+        raise ConfigError(f"Unknown decoder {decoder!r}; use one of {', '.join(DECODERS)}.")
+    if decoder != "eager" and cache_kind != "static":
+        raise ConfigError(f"The {decoder!r} decoder needs the static cache (cache_kind='static').")
+    if decoder == "graphs" and attention == "flash_attention_2":
+        raise ConfigError("The 'graphs' decoder needs sdpa or eager attention, not flash_attention_2.")
 
 
 def _compiled_forward(model: Any) -> Any:
