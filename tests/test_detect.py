@@ -403,6 +403,23 @@ def test_many_404s_from_one_client_is_scanning_but_one_404_is_nothing(detector):
     assert signal.line_numbers == list(range(1, 42))  # the earlier lone 404 (other batch) is part of it
 
 
+@pytest.mark.parametrize("request_line, status", [
+    ("POST /login.php HTTP/1.1", 401), ("POST /api/v1/auth/token HTTP/1.1", 403),
+    ("POST /user/signin HTTP/1.1", 401), ("POST /wp-login.php HTTP/1.1", 200),  # WordPress: 200 = wrong password
+    ("POST /xmlrpc.php HTTP/1.1", 200)])
+def test_refused_login_posts_are_password_guessing_not_scanning(rules, request_line, status):
+    burst = [web(request_line, status=status, line_no=i, second=i % 60) for i in range(1, 26)]
+    signals = Detector(rules).scan(burst)
+    assert [s.category for s in signals] == ["brute_force"] and fired(signals) == {"lw-web-login-brute-force"}
+    assert Detector(rules).scan(burst[:10]) == []  # ten refused logins are a forgotten password
+
+
+def test_refused_gets_and_accepted_logins_are_not_password_guessing(rules):
+    pages = [web("GET /admin/login HTTP/1.1", status=403, line_no=i, second=i % 60) for i in range(1, 41)]
+    logins = [web("POST /login HTTP/1.1", status=302, line_no=i, second=i % 60) for i in range(41, 81)]
+    assert fired(Detector(rules).scan(pages + logins)) == {"lw-web-scanning-errors"}
+
+
 def test_many_distinct_paths_is_crawling_but_static_assets_do_not_count(rules):
     pages = [web(f"GET /page/{i} HTTP/1.1", line_no=i, second=i % 60) for i in range(1, 61)]
     assets = [web(f"GET /static/img{i}.png HTTP/1.1", line_no=i, second=i % 60) for i in range(1, 200)]
