@@ -249,6 +249,83 @@ def backdoor_account(rng: random.Random) -> Scenario:
                     ["T1136.001", "T1098"], what, advice)
 
 
+SFTP_LOOT = {  # what gets pulled out over SFTP: (folder, file name patterns, size range in bytes)
+    "database dumps": ("/var/lib/{db}/backups", ("prod_full_{d}.sql.gz", "{db}_{d}.dump", "customers_{d}.csv.gz",
+                                                   "billing_{d}.bak"), (300_000_000, 9_000_000_000)),
+    "source code": ("/srv/git", ("platform.git.tar.gz", "payments-service.tar.gz", "infra-secrets.tar.gz"),
+                    (50_000_000, 2_500_000_000)),
+    "home directories": ("/home", ("{user}/Documents.tar", "{user}/.ssh/id_ed25519", "{user}/mail.tar.gz"),
+                         (20_000_000, 1_500_000_000)),
+}
+
+
+def _sftp_session(rng: random.Random, clock: Clock, host: str, user: str, ip: str, files: list[tuple[str, int]],
+                  *, key: bool, write: bool = False) -> list[str]:
+    """sshd login + the sftp subsystem + sftp-server's per-file lines (LogLevel INFO, `-l INFO`)."""
+    pid, spid, port = rng.randint(2000, 60000), rng.randint(2000, 60000), rng.randint(30000, 65000)
+    prog = rng.choice(("sftp-server", "sftp-server", "internal-sftp"))
+    how = f"publickey for {user} from {ip} port {port} ssh2: ED25519 SHA256:{rng.getrandbits(128):032x}" if key \
+        else f"password for {user} from {ip} port {port} ssh2"
+    lines = [syslog_line(clock.tick(), host, "sshd", pid, f"Accepted {how}"),
+             syslog_line(clock.tick(0, 1), host, "sshd", pid, f"pam_unix(sshd:session): session opened for user {user}(uid={rng.randint(1000, 1100)}) by (uid=0)"),
+             syslog_line(clock.tick(0, 1), host, "sshd", pid, f"subsystem request for sftp by user {user}"),
+             syslog_line(clock.tick(0, 1), host, prog, spid, f"session opened for local user {user} from [{ip}]")]
+    for path, size in files:
+        lines.append(syslog_line(clock.tick(0.2, 3), host, prog, spid, f'open "{path}" flags {"WRITE,CREATE,TRUNCATE" if write else "READ"} mode 0666'))
+        read, written = (0, size) if write else (size, 0)
+        lines.append(syslog_line(clock.tick(size / 60_000_000, size / 20_000_000), host, prog, spid,
+                                 f'close "{path}" bytes read {read} written {written}'))
+    lines += [syslog_line(clock.tick(0, 2), host, prog, spid, f"session closed for local user {user} from [{ip}]"),
+              syslog_line(clock.tick(0, 1), host, "sshd", pid, f"Received disconnect from {ip} port {port}:11: disconnected by user"),
+              syslog_line(clock.tick(0, 1), host, "sshd", pid, f"pam_unix(sshd:session): session closed for user {user}")]
+    return lines
+
+
+def _loot(rng: random.Random, kind: str, user: str, n: int) -> list[tuple[str, int]]:
+    folder, names, (lo, hi) = SFTP_LOOT[kind]
+    db, day = rng.choice(("pgsql", "mysql", "mongodb")), f"2025{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}"
+    picked = rng.sample(names, min(n, len(names))) + [f"part{i:02d}_{names[0]}" for i in range(max(0, n - len(names)))]
+    return [(f"{folder.format(db=db)}/{name.format(d=day, db=db, user=user)}", rng.randint(lo, hi)) for name in picked]
+
+
+def sftp_exfil(rng: random.Random) -> Scenario:
+    """An account (often a valid key) used from an unknown outside address to pull bulk data over SFTP."""
+    clock, host, user, ip = Clock(rng), rng.choice(HOSTS), rng.choice(USERS), public_ip(rng)
+    kind = rng.choice(sorted(SFTP_LOOT))
+    files = _loot(rng, kind, user, rng.randint(1, 8))
+    total = sum(size for _, size in files)
+    lines = [noise_syslog(rng, clock, host) for _ in range(rng.randint(0, 5))]
+    lines += _sftp_session(rng, clock, host, user, ip, files, key=rng.random() < 0.7)
+    lines += [noise_syslog(rng, clock, host) for _ in range(rng.randint(0, 3))]
+    what = (f"{user} logged in from the outside address {ip} and downloaded {len(files)} file(s) of {kind} over SFTP, "
+            f"{total / 1e9:.1f} GB in total")
+    advice = [f"Treat {user}'s credentials as stolen: revoke its keys, block {ip} and find out what the {total / 1e9:.1f} GB contained",
+              f"Confirm with {user} whether the SFTP download from {ip} was sanctioned; if not, start the data-breach process"]
+    return Scenario("sftp_exfil", rng.choice(("/var/log/auth.log", "/var/log/secure")), lines, "data_exfiltration",
+                    "high", ["T1048", "T1078"], what, advice)
+
+
+def benign_sftp(rng: random.Random) -> Scenario:
+    """Routine SFTP: the backup host pulling small nightly increments, or a deploy account uploading a release."""
+    clock, host = Clock(rng), rng.choice(HOSTS)
+    lines = [noise_syslog(rng, clock, host) for _ in range(rng.randint(2, 8))]
+    if rng.random() < 0.6:
+        user, ip = rng.choice(("backup", "svc-backup", "barman")), private_ip(rng)
+        files = [(f"/var/lib/pgsql/backups/incr_{rng.randint(1, 30):02d}.sql.gz", rng.randint(5_000_000, 400_000_000))
+                 for _ in range(rng.randint(1, 3))]
+        lines += _sftp_session(rng, clock, host, user, ip, files, key=True)
+        what = f"the backup account {user} pulled {len(files)} small incremental dump(s) from the internal host {ip}"
+    else:
+        user, ip = rng.choice(("deploy", "jenkins", "ansible")), private_ip(rng)
+        files = [(f"/srv/releases/app-{rng.randint(1, 9)}.{rng.randint(0, 40)}.{rng.randint(0, 9)}.tar.gz",
+                  rng.randint(20_000_000, 900_000_000))]
+        lines += _sftp_session(rng, clock, host, user, ip, files, key=True, write=True)
+        what = f"{user} uploaded a release archive over SFTP from the internal host {ip}"
+    lines += [noise_syslog(rng, clock, host) for _ in range(rng.randint(0, 4))]
+    return Scenario("benign_sftp", rng.choice(("/var/log/auth.log", "/var/log/secure")), lines, "benign", "info", [],
+                    what, ["No action needed."])
+
+
 # ---- scenarios: Unix system ------------------------------------------------------------------------
 
 def kernel_trouble(rng: random.Random) -> Scenario:
@@ -583,12 +660,43 @@ def audit_exec(rng: random.Random) -> Scenario:
     return Scenario(f"audit_{kind}", "/var/log/audit/audit.log", lines, category, risk, techniques, what, advice)
 
 
+def audit_backdoor_account(rng: random.Random) -> Scenario:
+    """auditd's view of a new account made administrator: ADD_GROUP/ADD_USER, its password set, then
+    added to an admin group (RHEL/Ubuntu spellings, raw or ENRICHED format)."""
+    clock, serial, host = Clock(rng), rng.randint(1000, 90000), rng.choice(HOSTS)
+    actor, auid = rng.choice(USERS), rng.randint(1000, 1100)
+    new = rng.choice(("sysupdate", "support2", "backup1", "systemd-net", "admin2", "svc_cache", "mysqld-helper"))
+    group, uid, ses, tty = rng.choice(("sudo", "wheel", "admin")), rng.randint(1001, 1200), rng.randint(2, 400), rng.randint(0, 4)
+    enriched = rng.random() < 0.5
+    old_spelling = rng.random() < 0.3  # older shadow-utils: "op=add-user"/"op=add-user-to-group"
+
+    def record(kind: str, op: str, exe: str, extra: str = "") -> str:
+        nonlocal serial
+        serial += 1
+        body = (f"pid={rng.randint(1000, 40000)} uid=0 auid={auid} ses={ses} subj=unconfined msg='{f'op={op} ' if op else ''}{extra}"
+                f"exe=\"{exe}\" hostname={host} addr=? terminal=pts/{tty} res=success'")
+        return audit_line(clock.tick(0.5, 20), serial, kind, body) + (f'\x1dUID="root" AUID="{actor}"' if enriched else "")
+
+    lines = [record("USER_CMD", "", "/usr/bin/sudo", f'cwd="/home/{actor}" cmd=75736572616464 ')] if rng.random() < 0.4 else []
+    lines += [record("ADD_GROUP", "add-group" if old_spelling else "adding group", "/usr/sbin/useradd", f'acct="{new}" id={uid} '),
+              record("ADD_USER", "add-user" if old_spelling else "adding user", "/usr/sbin/useradd", f'acct="{new}" id={uid} '),
+              record("USER_CHAUTHTOK", "PAM:chauthtok", "/usr/bin/passwd", f'grantors=pam_pwquality,pam_unix acct="{new}" '),
+              record("USER_MGMT", "add-user-to-group" if old_spelling else "adding user to group", "/usr/sbin/usermod",
+                     f'acct="{new}" grp="{group}" ')]
+    what = f"a session of {actor} (auid {auid}) created the account {new} (UID {uid}), set its password and added it to {group}"
+    advice = [f"Verify with {actor} whether {new} is authorised; if not, delete it, remove it from {group} and review session {ses}",
+              f"Lock {new}, check its authorized_keys and sudoers entries, and investigate what else {actor}'s session {ses} did"]
+    return Scenario("audit_backdoor_account", "/var/log/audit/audit.log", lines, "account_persistence", "high",
+                    ["T1136.001", "T1098"], what, advice)
+
+
 GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
     f.__name__: f for f in (
-        ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, kernel_trouble, cron_dropper,
+        ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, sftp_exfil, benign_sftp,
+        kernel_trouble, cron_dropper,
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
         apache_probe_errors, win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
-        cloud_attack, benign_cloud, audit_exec)
+        cloud_attack, benign_cloud, audit_exec, audit_backdoor_account)
 }
 # Benign windows are the majority in real logs and where a naive model over-alerts: weight them up.
 WEIGHTS = {name: (3 if name.startswith("benign") else 1) for name in GENERATORS}
