@@ -62,13 +62,14 @@ def train(folder: Path, data: Path, out: Path, args) -> dict:
     return card
 
 
-def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path, max_batch: int) -> dict:
+def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path, max_batch: int,
+             decoder: str = "graphs") -> dict:
     from logwarden.engine.api import Request
     from logwarden.engine.load import load_engine
     from logwarden.schemas import assessment_json_schema
 
     engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant="nf4", max_batch=max_batch,
-                         cache_kind="dynamic", decoder="eager")
+                         cache_kind="dynamic" if decoder == "eager" else "static", decoder=decoder)
     engine.token_budget = 10**9  # an H200 holds 128 rows of 0.5B KV easily; fewer, fuller batches
     t = time.time()
     gens = engine.generate([Request(p["system"], p["user"]) for p in prompts], schema=assessment_json_schema(),
@@ -80,7 +81,7 @@ def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path,
                                  "stats": g.stats.as_dict()}, ensure_ascii=False) + "\n")
     new = sum(g.stats.new_tokens for g in gens)
     return {"prompts": len(prompts), "wall_s": wall, "new_tokens": new, "tokens_per_s": new / wall,
-            "unfinished": sum(not g.finished for g in gens)}
+            "unfinished": sum(not g.finished for g in gens), "engine": engine.describe()}
 
 
 def main() -> None:
@@ -101,6 +102,8 @@ def main() -> None:
     ap.add_argument("--adapter", type=Path, default=None,
                     help="Adapter for the generate stage (default: the one the train stage wrote to --work).")
     ap.add_argument("--configs", default="base,adapter", help="Which models answer: base, adapter or both.")
+    ap.add_argument("--decoder", default="graphs", choices=("graphs", "eager"),
+                    help="graphs = the CUDA default (static cache, replayed steps); eager = dynamic cache")
     args = ap.parse_args()
     folder, adapter = args.work / "hf", args.adapter or args.work / "adapter"
     convert(args.gguf, folder)
@@ -115,7 +118,7 @@ def main() -> None:
         for name, ad in (("base", None), ("adapter", adapter)):
             if name not in args.configs.split(","):
                 continue
-            report[name] = generate(folder, ad, prompts, args.out / f"answers_{name}.jsonl", args.max_batch)
+            report[name] = generate(folder, ad, prompts, args.out / f"answers_{name}.jsonl", args.max_batch, args.decoder)
             print(name, json.dumps(report[name]), flush=True)
         (args.out / "generation.json").write_text(json.dumps(report, indent=2))
 
