@@ -385,7 +385,7 @@ def _rows(r: dict) -> list[str]:
         f"{head} records/s (engine: {e['batch_requests']} req, b{e['batch_size']}, schema on; baseline: {b['batch_requests']} req, b{b['batch_size']}) | {b['batch_records_s']:.2f} | {e['batch_records_s']:.2f} | {ratio(e['batch_records_s'], b['batch_records_s'])} |",
         f"{head} generated tok/s, batch run | {b['batch_tok_s']:.0f} | {e['batch_tok_s']:.0f} | {ratio(e['batch_tok_s'], b['batch_tok_s'])} |",
         f"{head} peak GiB, batch run | {b['peak_memory_gib']:.2f} | {e['peak_memory_gib']:.2f} | |",
-        f"{head} engine warm-up s (compile + graphs) | | {e['extra'].get('warmup_s', 0):.1f} | |",
+        f"{head} engine warm-up s (graph capture or compilation) | | {e['extra'].get('warmup_s', 0):.1f} | |",
     ]
 
 
