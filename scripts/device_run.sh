@@ -8,7 +8,7 @@
 #    python scripts/device_prepare.py          # GGUF slices → .mdl/c00..c10 (46 MB each, sha256 checked),
 #                                              # dataset (4,400 windows, seed 7) → .mdl/data/*.jsonl.gz,
 #                                              # sample_logs prompts recorded by the real pipeline → .mdl/data/
-#    pip download ... -d .whl bitsandbytes==0.50.2 xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 \
+#    pip download ... -d .mdl/w9 bitsandbytes==0.50.2 xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 \
 #        pydantic_core==2.46.4 typing-inspection==0.4.2 annotated-types==0.7.0 apache-tvm-ffi==0.1.15.post2
 #    (the device README's platform flags; bitsandbytes is 43 MB, the rest ~7 MB)
 #
@@ -16,22 +16,25 @@
 #    run carry=[".mdl/cNN"]  command:
 #      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*92)) conv=notrunc status=none
 #
-# 3. The last call carries the wheels and the data and does the work (~6 min):
-#    run carry=[".whl", ".mdl/data"]  timeout_s=600  command:
+# 3. Then two calls carrying the wheels (.mdl/w9: bitsandbytes slimmed to its CUDA 13 library, xgrammar,
+#    pydantic, gguf...) and the data; the first trains and answers with the adapter (~5 min), the second
+#    answers with the base model (~35 s). Session 3's commands:
+#    run carry=[".mdl/w9", ".mdl/data"]  timeout_s=600  command:
 set -euo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/w9/*.whl
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
-python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT" \
-    --epochs 2 --rank 12 --batch 16 --lr 2e-4 --max-len 1024 --max-batch 64 --val-prompts 300 2>&1 | tee "$OUT/job.log"
-#
-# 4. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,MODEL_CARD.md,training.json}
-#    to logwarden/adapters/security-v1/, then score in one run (rules-only, base, base + adapter):
-#    PYTHONPATH=. python scripts/device_score.py --results <files_at> --val-limit 440 > bench/out/adapter_eval.json
-#
-# Evaluation only (the shipped adapter, no training; ~10 min of H200 for 522 prompts × 2, session 2):
-#    the 11 slice calls, then  run carry=[".mdl/w9", ".mdl/data"]  (.mdl/w9: the slimmed wheels + gguf):
-#      python3 -m pip install ... --target /tmp/site .mdl/w9/*.whl; export PYTHONPATH=/tmp/site:$PWD
+python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT" --stage all \
+    --configs adapter --epochs 2 --rank 12 --batch 16 --lr 2e-4 --max-len 1024 --max-batch 128 --val-prompts 440 \
+    > "$OUT/job.log" 2>&1
+#    and then (same carry):
 #      python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out $OUT \
-#          --stage generate --adapter logwarden/adapters/security-v1 --val-prompts 440 --max-batch 128
-#    (run base and adapter as two calls with --configs base / --configs adapter to stay under 10 min each)
+#          --stage generate --configs base --max-batch 128 --val-prompts 440
+#
+# 4. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,training.json} to
+#    logwarden/adapters/security-v1/ (base_model_name_or_path "embedded"; update MODEL_CARD.md), put both
+#    answers_*.jsonl in one folder and score rules-only, base and adapter in one run:
+#    PYTHONPATH=. python scripts/device_score.py --results <folder> --val-limit 440
+#
+# Evaluation only (the shipped adapter, no training): the 11 slice calls, then step 3's second command
+# with --configs base,adapter --adapter logwarden/adapters/security-v1.

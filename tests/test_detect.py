@@ -323,6 +323,7 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /login.php?user=admin%27%20or%20%271%27%3D%271&pass=x HTTP/1.1", "lw-web-sqli"),
     ("GET /item?id=1%2527%2520AND%2520SLEEP(5)%2523 HTTP/1.1", "lw-web-sqli"),  # double-encoded
     ("GET /news?id=-1+union/**/select+1,table_name+from+information_schema.tables HTTP/1.1", "lw-web-sqli"),
+    ("GET /cart?qty=%27%3B+DROP+TABLE+users HTTP/1.1", "lw-web-sqli"),  # stacked query, no SELECT
     ("GET /search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E HTTP/1.1", "lw-web-xss"),
     ("GET /profile?name=%22%3E%3Cimg%20src=x%20onerror=alert(1)%3E HTTP/1.1", "lw-web-xss"),
     ("GET /redirect?url=javascript:alert(1) HTTP/1.1", "lw-web-xss"),
@@ -412,6 +413,17 @@ def test_refused_login_posts_are_password_guessing_not_scanning(rules, request_l
     signals = Detector(rules).scan(burst)
     assert [s.category for s in signals] == ["brute_force"] and fired(signals) == {"lw-web-login-brute-force"}
     assert Detector(rules).scan(burst[:10]) == []  # ten refused logins are a forgotten password
+
+
+def test_payloads_in_raw_http_request_dumps_fire_the_web_rules(rules):
+    from logwarden.app.parse import parse_lines
+    from tests._ingest_helpers import log_lines
+    from tests.test_parse import RAW_REQUESTS
+
+    signals = Detector(rules).scan(list(parse_lines(log_lines(RAW_REQUESTS), "http_request")))
+    sqli = by_rule(signals, "lw-web-sqli")
+    assert sorted(n for s in sqli for n in s.line_numbers) == [1, 13]  # the query string and the POST body
+    assert [n for s in by_rule(signals, "lw-web-scanner-user-agent") for n in s.line_numbers] == [9]
 
 
 def test_refused_gets_and_accepted_logins_are_not_password_guessing(rules):

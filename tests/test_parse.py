@@ -346,7 +346,7 @@ def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
 
 
 def test_every_format_name_is_a_parser():
-    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "zeek", "apache_error", "windows",
+    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "zeek", "http_request", "apache_error", "windows",
                             "cloudtrail", "json", "auditd", "generic"}
 
 
@@ -491,3 +491,37 @@ def test_zeek_http_log_rows_become_access_events_tsv_and_json():
             "1710229330.1\tC1\t10.0.0.5\t40000\t8.8.8.8\t53\tudp\tSF"]
     other = events(conn, "zeek")[1]
     assert (other.format, other.fields["src_ip"], other.fields["dst_ip"]) == ("zeek", "10.0.0.5", "8.8.8.8")
+
+
+# CSIC 2010-style raw requests: absolute-form targets, headers, a POST body after a blank line
+RAW_REQUESTS = [
+    "GET http://localhost:8080/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n&cantidad=%27%3B+DROP+TABLE+usuarios HTTP/1.1",
+    "User-Agent: Mozilla/5.0 (compatible; Konqueror/3.5; Linux) KHTML/3.5.8 (like Gecko)",
+    "Pragma: no-cache", "Cache-control: no-cache", "Host: localhost:8080", "Connection: close", "",
+    "POST http://localhost:8080/tienda1/publico/autenticar.jsp HTTP/1.1",
+    "User-Agent: sqlmap/1.7.2#stable (https://sqlmap.org)",
+    "Content-Type: application/x-www-form-urlencoded", "Content-Length: 68", "",
+    "modo=entrar&login=bob%27+or+%271%27%3D%271&pwd=x&remember=on&B1=Entrar", "",
+    "GET /tienda1/index.jsp HTTP/1.1", "Host: localhost:8080", "",
+]
+
+
+def test_raw_http_requests_become_access_events_with_headers_and_body():
+    assert detect_format(RAW_REQUESTS).name == "http_request"
+    events = parse(RAW_REQUESTS, "http_request")
+    first, agent, pragma = events[0], events[1], events[2]
+    assert (first.format, first.host, first.fields["method"], first.fields["protocol"]) == (
+        "access", "localhost:8080", "GET", "HTTP/1.1")
+    assert first.fields["path"].startswith("/tienda1/publico/anadir.jsp?id=2")  # origin form
+    assert agent.format == "access" and "path" not in agent.fields and agent.fields["user_agent"].startswith("Mozilla")
+    assert (pragma.format, pragma.fields) == ("http_header", {"header": "pragma", "value": "no-cache"})
+    body = events[12]
+    assert body.fields["path"] == "/tienda1/publico/autenticar.jsp?modo=entrar&login=bob%27+or+%271%27%3D%271&pwd=x&remember=on&B1=Entrar"
+    assert body.fields["request"] == "POST /tienda1/publico/autenticar.jsp HTTP/1.1" and body.fields["body"].startswith("modo=")
+    assert events[14].fields["path"] == "/tienda1/index.jsp" and events[14].host is None
+    assert [e.format for e in events].count("generic") == 4  # the blank lines
+
+
+def test_header_shaped_lines_without_a_request_are_not_http():
+    lines = ["Date: Mon, 01 Jan 2024", "Subject: weekly report", "From: alice"] * 5
+    assert detect_format(lines).name == "generic"

@@ -1,8 +1,9 @@
 """Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed), W3C extended
 logs (IIS and others: `#Fields:` names the columns) and Zeek logs (`#fields`, tab-separated; the
 JSON form is read by `jsonlog`) — W3C rows and Zeek http.log rows are read into the same fields as
-access logs, so every web rule applies — and error logs (Apache 2.2, Apache 2.4, and Nginx's error
-format, all under the name `apache_error`).
+access logs, so every web rule applies — raw HTTP request dumps (`http_request`: request line,
+headers, body) and error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all under the
+name `apache_error`).
 
 Owns the line grammars and the request-line split. A request that is not `METHOD PATH PROTO`
 (TLS bytes sent to a plain port, `-`, scanner junk) still parses: it is kept in `request`.
@@ -43,6 +44,10 @@ _W3C_FIELDS = {"c-ip": "src_ip", "cs-username": "user", "cs-method": "method", "
                "s-ip": "server_ip", "s-port": "server_port", "s-computername": "server",
                "sc-substatus": "substatus", "sc-win32-status": "win32_status", "time-taken": "time_taken_ms"}
 _NGINX_CLIENT = re.compile(r", client: ([^,\s]+)")
+_HTTP_REQUEST = re.compile(r"([A-Z]{3,10}) (\S+) (HTTP/\d(?:\.\d)?)$")
+_HTTP_HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*): ?(.*)$")
+_HEADER_FIELDS = {"user-agent": "user_agent", "referer": "referrer"}
+_BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 _ERROR_CODE = re.compile(r"\b(AH\d{5})\b")
 
 
@@ -137,6 +142,59 @@ class ZeekParser:
             return None
         row = {k: v for k, v in zip(self.columns, values) if v not in ("-", "(empty)")}
         return zeek_event(line, row)
+
+
+class HttpRequestParser:
+    """Raw HTTP/1.x requests, one after another (the CSIC 2010 web-attack dataset, request dumps of
+    proxies and WAFs): a request line, header lines, and for POST/PUT/PATCH a body line. Stateful
+    per file. The request line is an `access` event; so are the User-Agent and Referer headers
+    (carrying that field) and the body (its parameters appended to the path as a query), so the
+    web rules see every place a payload can sit. Other headers are `http_header` events. No
+    status, client address or time: dumps have none."""
+
+    name = "http_request"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        self.request: dict | None = None  # the fields of the request being read
+        self.body_seen = False
+
+    def parse(self, line: LogLine) -> Event | None:
+        text = line.text.rstrip("\r")
+        match = _HTTP_REQUEST.match(text)
+        if match is not None:
+            method, target, protocol = match.groups()
+            vhost, path = _origin_form(target)
+            self.request, self.body_seen = {"method": method, "path": path, "protocol": protocol}, False
+            _put(self.request, "vhost", vhost)
+            return self._access(line, {}, text)
+        if self.request is None or not text:
+            return None
+        header = _HTTP_HEADER.match(text)
+        if header is not None:
+            name, value = header.group(1).lower(), header.group(2).strip()
+            if name in _HEADER_FIELDS:  # without path or request: the request line already showed them to the rules
+                fields = {k: v for k, v in self.request.items() if k != "path"} | {_HEADER_FIELDS[name]: value}
+                return new_event(line, "access", host=fields.get("vhost"), message=text, fields=fields)
+            return new_event(line, "http_header", message=text, fields={"header": name, "value": value})
+        if self.request["method"] in _BODY_METHODS and not self.body_seen:
+            self.body_seen = True
+            path = self.request["path"]
+            return self._access(line, {"path": f"{path}{'&' if '?' in path else '?'}{text}", "body": text}, text)
+        return None
+
+    def _access(self, line: LogLine, extra: dict, message: str) -> Event:
+        fields = {**self.request, **extra}
+        fields["request"] = f"{fields['method']} {self.request['path']} {fields['protocol']}"
+        return new_event(line, "access", host=fields.get("vhost"), message=message, fields=fields)
+
+
+def _origin_form(target: str) -> tuple[str | None, str]:
+    """`http://host:8080/a?b` → (`host:8080`, `/a?b`); `/a?b` → (None, `/a?b`)."""
+    scheme, sep, rest = target.partition("://")
+    if not sep or "/" in scheme:
+        return None, target
+    host, slash, path = rest.partition("/")
+    return host or None, slash + path if slash else "/"
 
 
 def zeek_event(line: LogLine, row: dict) -> Event | None:
