@@ -972,6 +972,27 @@ SYSMON = "Microsoft-Windows-Sysmon/Operational"
            Properties="%%7688 {1131f6ad-9c07-11d1-f79f-00c04fc2dcd2} {19195a5b-6da0-11d0-afd3-00c04fd930c9}")], "lw-win-dcsync"),
     ([_win(1, SYSMON, Image="C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
            CommandLine="powershell Set-MpPreference -DisableRealtimeMonitoring $true")], "lw-win-defender-tampering"),
+    ([_win(4688, NewProcessName="C:\\Windows\\System32\\net.exe", CommandLine="net  user support_x P@ssw0rd! /add")],
+     "lw-win-net-user-add"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\net1.exe",
+           CommandLine='C:\\Windows\\system32\\net1  localgroup "Administrators" support_x /add')], "lw-win-net-user-add"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\reg.exe", CommandLine="reg.exe save HKLM\\SAM C:\\Users\\Public\\s.hiv")],
+     "lw-win-registry-hive-dump"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\ntdsutil.exe",
+           CommandLine='ntdsutil "ac i ntds" "ifm" "create full c:\\temp\\x" q q')], "lw-win-registry-hive-dump"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\cmd.exe",
+           CommandLine="cmd /c copy \\\\?\\GLOBALROOT\\Device\\HarddiskVolumeShadowCopy1\\Windows\\NTDS\\ntds.dit C:\\temp\\n.dit")],
+     "lw-win-registry-hive-dump"),
+    ([_win(8, SYSMON, SourceImage="C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+           TargetImage="C:\\Windows\\System32\\notepad.exe", StartFunction="-")], "lw-win-remote-thread-injection"),
+    ([_win(1, SYSMON, Image="C:\\Windows\\System32\\wbem\\WMIC.exe",
+           CommandLine='wmic /node:"10.0.4.22" /user:corp\\adm process call create "cmd /c c:\\windows\\temp\\a.bat"')],
+     "lw-win-wmi-remote-process"),
+    ([_win(4624, LogonType="9", LogonProcessName="seclogo", AuthenticationPackageName="Negotiate",
+           TargetUserName="bob", SubjectUserName="bob")], "lw-win-pass-the-hash"),
+    ([_win(1, SYSMON, second=i, Image="C:\\Windows\\System32\\cmd.exe", CommandLine=c) for i, c in enumerate(
+        ["whoami /all", 'net group "domain admins" /domain', "nltest /dclist:corp", "ipconfig /all", "systeminfo"])],
+     "lw-win-discovery-burst"),
 ])
 def test_windows_credential_access_persistence_and_evasion(rules, lines, rule_id):
     signals = by_rule(Detector(rules).scan(parsed(lines, "windows", "sec.json")), rule_id)
@@ -987,6 +1008,12 @@ def test_windows_credential_access_persistence_and_evasion(rules, lines, rule_id
     [_win(4662, SubjectUserName="DC01$", Properties="{1131f6ad-9c07-11d1-f79f-00c04fc2dcd2}")],
     [_win(1, SYSMON, Image="C:\\Windows\\System32\\schtasks.exe", CommandLine="schtasks /query /fo LIST")],
     [_win(4104, "Microsoft-Windows-PowerShell/Operational", ScriptBlockText="Get-ChildItem C:\\Logs | Remove-Item")],
+    [_win(1, SYSMON, Image="C:\\Windows\\System32\\net.exe", CommandLine="net user bob /domain")],
+    [_win(1, SYSMON, Image="C:\\Windows\\System32\\reg.exe", CommandLine="reg query HKLM\\SYSTEM\\CurrentControlSet")],
+    [_win(8, SYSMON, SourceImage="C:\\Windows\\System32\\csrss.exe", TargetImage="C:\\Windows\\System32\\svchost.exe")],
+    [_win(4624, LogonType="2", LogonProcessName="User32", AuthenticationPackageName="Negotiate", TargetUserName="bob")],
+    [_win(1, SYSMON, second=i, Image="C:\\Windows\\System32\\cmd.exe", CommandLine=c)
+     for i, c in enumerate(["whoami", "whoami", "ipconfig /all", "hostname"])],  # three distinct: an admin's habit
 ])
 def test_windows_benign_lookalikes_are_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "windows", "sec.json")) == []
