@@ -1321,3 +1321,84 @@ def test_sudo_command_granting_admin_rights():
     events = list(parse_lines([LogLine("auth.log", 1, 0, i + 1, t) for i, t in enumerate(lines)], "syslog"))
     signals = [s for s in Detector(load_rules()).scan(events) if s.rule_id == "lw-sudo-grants-admin"]
     assert [s.line_numbers for s in signals] == [[1]] and signals[0].level == "high"
+
+
+# --- Azure activity and Key Vault logs (three export shapes) -------------------------------------
+
+OWNER = "/subscriptions/0000/providers/Microsoft.Authorization/roleDefinitions/8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
+READER = "/subscriptions/0000/providers/Microsoft.Authorization/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7"
+
+
+def _azure_monitor(operation: str, result: str = "Success", second: int = 0, **properties) -> dict:
+    """Azure Monitor's export (storage account / `{"records": [...]}`)."""
+    return {"time": f"2025-04-02T10:00:{second:02d}.1234567Z", "operationName": operation.upper(),
+            "resourceId": "/SUBSCRIPTIONS/0000/RESOURCEGROUPS/RG1", "category": "Administrative", "resultType": result,
+            "callerIpAddress": "45.9.20.11", "level": "Information",
+            "identity": {"claims": {"http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn": "mallory@contoso.com",
+                                    "ipaddr": "45.9.20.11"}},
+            "properties": {k: json.dumps(v) if isinstance(v, dict) else v for k, v in properties.items()}}
+
+
+def _azure_rest(operation: str, status: str = "Succeeded", **properties) -> dict:
+    """The REST API / Event Hub shape: operationName and status are {value, localizedValue}."""
+    return {"eventTimestamp": "2025-04-02T10:01:00.0Z", "caller": "mallory@contoso.com", "claims": {"ipaddr": "45.9.20.11"},
+            "operationName": {"value": operation, "localizedValue": operation}, "status": {"value": status},
+            "httpRequest": {"clientIpAddress": "45.9.20.11"},
+            "properties": {k: json.dumps(v) if isinstance(v, dict) else v for k, v in properties.items()}}
+
+
+def _azure_analytics(operation: str, status: str = "Success", **properties) -> dict:
+    """Log Analytics' AzureActivity table."""
+    return {"TimeGenerated": "2025-04-02T10:02:00Z", "OperationNameValue": operation, "ActivityStatusValue": status,
+            "Caller": "mallory@contoso.com", "CallerIpAddress": "45.9.20.11", "Properties": json.dumps(properties)}
+
+
+ROLE_BODY = {"properties": {"roleDefinitionId": OWNER, "principalId": "p1", "principalType": "User"}}
+NSG_BODY = {"properties": {"protocol": "*", "sourceAddressPrefix": "*", "destinationPortRange": "3389",
+                           "access": "Allow", "direction": "Inbound", "priority": 100}}
+
+
+@pytest.mark.parametrize("record, rule_id", [
+    (_azure_monitor("Microsoft.Authorization/roleAssignments/write", responseBody=ROLE_BODY), "lw-azure-privileged-role-assigned"),
+    (_azure_rest("Microsoft.Authorization/roleAssignments/write", requestbody=ROLE_BODY), "lw-azure-privileged-role-assigned"),
+    (_azure_analytics("MICROSOFT.AUTHORIZATION/ROLEASSIGNMENTS/WRITE", requestbody=ROLE_BODY), "lw-azure-privileged-role-assigned"),
+    (_azure_rest("Microsoft.Network/networkSecurityGroups/securityRules/write", "Started", requestbody=NSG_BODY),
+     "lw-azure-nsg-open-to-world"),
+    (_azure_monitor("Microsoft.Insights/diagnosticSettings/delete"), "lw-azure-logging-disabled"),
+    (_azure_analytics("Microsoft.Compute/virtualMachines/runCommand/action", "Succeeded"), "lw-azure-vm-run-command"),
+    (_azure_monitor("Microsoft.Compute/disks/beginGetAccess/action"), "lw-azure-disk-exported"),
+])
+def test_azure_activity_rules_in_every_export_shape(rules, record, rule_id):
+    events = parsed([json.dumps(record)], "json", "activity.json")
+    assert (events[0].fields.get("src_ip"), events[0].fields.get("user")) == ("45.9.20.11", "mallory@contoso.com")
+    assert events[0].ts is not None
+    assert fired(Detector(rules).scan(events)) == {rule_id}
+
+
+@pytest.mark.parametrize("record", [
+    _azure_monitor("Microsoft.Authorization/roleAssignments/write", responseBody={"properties": {"roleDefinitionId": READER}}),
+    _azure_monitor("Microsoft.Authorization/roleAssignments/write", "Failure", responseBody=ROLE_BODY),
+    _azure_rest("Microsoft.Network/networkSecurityGroups/securityRules/write",
+                requestbody={"properties": {**NSG_BODY["properties"], "sourceAddressPrefix": "10.0.0.0/8"}}),
+    _azure_monitor("Microsoft.Insights/diagnosticSettings/write"),
+    _azure_monitor("Microsoft.Compute/virtualMachines/start/action"),
+])
+def test_routine_azure_activity_is_quiet(rules, record):
+    assert Detector(rules).scan(parsed([json.dumps(record)], "json", "activity.json")) == []
+
+
+def test_azure_export_blob_is_expanded_and_key_vault_harvest_counts_distinct_secrets(rules):
+    from logwarden.app.parse import parse_stream
+    from tests._ingest_helpers import log_lines
+
+    reads = [{"time": f"2025-04-02T10:03:{i:02d}Z", "operationName": "SecretGet", "category": "AuditEvent",
+              "resultType": "Success", "callerIpAddress": "45.9.20.11", "identity": {"claim": {"upn": "app@contoso.com"}},
+              "properties": {"id": f"https://kv1.vault.azure.net/secrets/{name}/1"}}
+             for i, name in enumerate(["db-pass", "api-key", "smtp", "stripe", "jwt", "s3", "redis", "ldap", "vpn", "ssh"])]
+    blob = json.dumps({"records": reads})
+    decision, events = parse_stream(log_lines([blob]))
+    events = list(events)
+    assert (decision.name, decision.whole_file, len(events)) == ("json", True, 10)
+    assert events[0].fields["user"] == "app@contoso.com"
+    assert fired(Detector(rules).scan(events)) == {"lw-azure-keyvault-secret-harvest"}
+    assert Detector(rules).scan(events[:9]) == []  # nine secrets: below the threshold

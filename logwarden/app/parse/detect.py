@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logwarden.app.models import LogLine
 from logwarden.app.parse.auditd import AuditdParser
-from logwarden.app.parse.jsonlog import classify_object, is_cloudtrail_file, load_object
+from logwarden.app.parse.jsonlog import classify_object, is_azure_export, is_cloudtrail_file, load_object
 from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
 from logwarden.app.parse.web import AccessParser, ApacheErrorParser, HttpRequestParser, W3CParser, ZeekParser
 
@@ -53,30 +53,34 @@ def detect_format(lines: Sequence[str], path: str | None = None) -> FormatDecisi
     sample = [text for text in lines if text.strip()][:SAMPLE_LINES]
     if not sample:
         return FormatDecision("generic", 0.0, "generic: no non-empty lines to sample")
-    counts, cloudtrail_files = _score(sample)
+    counts, cloudtrail_files, azure_files = _score(sample)
     if cloudtrail_files:
         return FormatDecision("cloudtrail", 1.0, f"cloudtrail: {cloudtrail_files} line(s) hold a "
                               f"CloudTrail file ({{\"Records\": [...]}})", whole_file=True)
+    if azure_files:
+        return FormatDecision("json", 1.0, f"json: {azure_files} line(s) hold an Azure Monitor export "
+                              f"({{\"records\": [...]}})", whole_file=True)
     document = _json_document(sample, counts, path)
     if document is not None:
         return document
     return _best(counts, len(sample))
 
 
-def _score(sample: list[str]) -> tuple[Counter, int]:
+def _score(sample: list[str]) -> tuple[Counter, int, int]:
     counts: Counter = Counter()
-    cloudtrail_files = 0
+    cloudtrail_files = azure_files = 0
     parsers = [cls() for cls in _TEXT_PARSERS]
     for number, text in enumerate(sample, 1):
         obj = load_object(text)
         if obj is not None:
             if is_cloudtrail_file(obj):
                 cloudtrail_files += 1
+            azure_files += is_azure_export(obj)
             counts[classify_object(obj)] += 1
             continue
         line = LogLine(source="<sample>", inode=0, offset=0, line_no=number, text=text)
         counts.update(p.name for p in parsers if p.parse(line) is not None)
-    return counts, cloudtrail_files
+    return counts, cloudtrail_files, azure_files
 
 
 def _json_document(sample: list[str], counts: Counter, path: str | None) -> FormatDecision | None:

@@ -56,6 +56,13 @@ def is_cloudtrail_file(obj: dict) -> bool:
     return isinstance(records, list) and all(isinstance(r, dict) for r in records[:5])
 
 
+def is_azure_export(obj: dict) -> bool:
+    """An Azure Monitor export blob (activity, sign-in or diagnostic logs): `{"records": [...]}`
+    and nothing else (an app log line may carry a "records" list of its own)."""
+    records = obj.get("records")
+    return set(obj) == {"records"} and isinstance(records, list) and all(isinstance(r, dict) for r in records[:5])
+
+
 # --- Windows ---------------------------------------------------------------------------------
 
 class WindowsParts:
@@ -298,16 +305,21 @@ class CloudTrailParser(_ObjectParser):
 # --- any other JSON --------------------------------------------------------------------------
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime",
-              "EventTime", "time_local", "asctime", "__REALTIME_TIMESTAMP")
+              "EventTime", "time_local", "asctime", "__REALTIME_TIMESTAMP",
+              "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
 _MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
 _HOST_KEYS = ("host", "hostname", "host.name", "host.hostname", "_HOSTNAME", "computer")
 _PROGRAM_KEYS = ("program", "app", "application", "service", "service.name", "logger",
                  "logger_name", "process.name", "SYSLOG_IDENTIFIER", "_COMM")
 _IP_KEYS = ("src_ip", "source.ip", "client.ip", "client_ip", "clientip", "remote_addr",
             "remote_ip", "srcip", "ip", "sourceIPAddress",
-            "callerIpAddress", "ipAddress", "properties.ipAddress")  # Azure activity / Entra ID sign-ins
+            "callerIpAddress", "ipAddress", "properties.ipAddress",  # Azure activity / Entra ID sign-ins
+            "CallerIpAddress", "httpRequest.clientIpAddress", "claims.ipaddr")
 _USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account",
-              "userPrincipalName", "properties.userPrincipalName")  # Entra ID sign-ins
+              "userPrincipalName", "properties.userPrincipalName",  # Entra ID sign-ins
+              "caller", "Caller")  # Azure activity log (REST / Event Hub, Log Analytics)
+_UPN_CLAIMS = ("http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn", "upn", "unique_name",
+               "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name", "name")
 _PID_KEYS = ("pid", "process.pid", "_PID")
 
 
@@ -342,6 +354,7 @@ class JsonParser(_ObjectParser):
         _set(fields, src_ip=_text(_first_scalar(flat, _IP_KEYS)),
              user=_text(_first_scalar(flat, _USER_KEYS)), pid=_pid(_first_scalar(flat, _PID_KEYS)))
         _gcp_audit_identity(obj, fields)
+        _azure_claims_identity(obj, fields)
         message = _first_scalar(flat, _MESSAGE_KEYS)
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -368,6 +381,17 @@ def _gcp_audit_identity(obj: dict, fields: dict) -> None:
     _set(fields, src_ip=fields.get("src_ip") or _text(caller), user=fields.get("user") or _text(principal))
 
 
+def _azure_claims_identity(obj: dict, fields: dict) -> None:
+    """Azure Monitor's activity-log export keeps the caller in `identity.claims` (Key Vault's in
+    `identity.claim`): its UPN claim and `ipaddr`, two levels down."""
+    identity = obj.get("identity")
+    claims = (identity.get("claims") or identity.get("claim")) if isinstance(identity, dict) else None  # Key Vault: "claim"
+    if not isinstance(claims, dict):
+        return
+    upn = next((claims[k] for k in _UPN_CLAIMS if isinstance(claims.get(k), str) and claims[k]), None)
+    _set(fields, src_ip=fields.get("src_ip") or _text(claims.get("ipaddr")), user=fields.get("user") or _text(upn))
+
+
 def _is_journald(obj: dict) -> bool:
     """`journalctl -o json` records: MESSAGE plus journald's own trusted fields."""
     return "MESSAGE" in obj and any(key in obj for key in ("__REALTIME_TIMESTAMP", "_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER"))
@@ -388,7 +412,8 @@ def parse_file_json(lines: Sequence[LogLine], *,
                     reference_time: datetime | None = None) -> list[Event] | None:
     """Expand a whole-file JSON document into one Event per record, or None if it is not one.
 
-    Understands `{"Records": [...]}` (CloudTrail), a top-level array, and one or more
+    Understands `{"Records": [...]}` (CloudTrail), `{"records": [...]}` (Azure Monitor exports), a
+    top-level array, and one or more
     concatenated (pretty-printed) objects. Each record's Event points at the line and offset
     where the record starts; its `raw` is the record as compact JSON. A record that is not an
     object becomes a `generic` event. Lines between record starts belong to the record above.
@@ -462,7 +487,7 @@ def _array_items(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
 
 
 def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | None, int]:
-    """Walk the keys of the object at `pos`; the items of its top-level "Records" array, if any."""
+    """Walk the keys of the object at `pos`; the items of its top-level "Records"/"records" array, if any."""
     items = None
     pos = _skip_space(text, pos + 1)
     while text[pos] != "}":
@@ -471,7 +496,7 @@ def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | Non
         if text[pos] != ":":
             raise ValueError("expected ':'")
         pos = _skip_space(text, pos + 1)
-        if key == "Records" and text[pos] == "[":
+        if key in ("Records", "records") and text[pos] == "[":  # CloudTrail, Azure Monitor exports
             items, pos = _array_items(text, pos)
         else:
             _, pos = _decoder.raw_decode(text, pos)
