@@ -51,6 +51,23 @@ def test_caches_are_pooled_per_shape_reset_and_the_oldest_evicted():
     assert decoder.cache(2, 256) is not a
 
 
+def test_a_cuda_oom_empties_the_cache_pool_before_the_batch_is_halved(qwen_tokenizer, monkeypatch):
+    engine = LocalEngine(build_tiny_qwen(), qwen_tokenizer, cache_kind="static", decoder="graphs", max_batch=8)
+    expected = [g.text for g in engine.generate(REQUESTS, max_new_tokens=8)]
+    assert engine._graphs._caches  # the full batch's cache stays pooled
+    real_run, pooled = engine._run_chunk, []
+
+    def run_or_oom(chunk, *args):
+        if len(chunk) > 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        pooled.append(len(engine._graphs._caches))
+        return real_run(chunk, *args)
+
+    monkeypatch.setattr(engine, "_run_chunk", run_or_oom)
+    assert [g.text for g in engine.generate(REQUESTS, max_new_tokens=8)] == expected
+    assert pooled[0] == 0  # the first retry started from an empty pool
+
+
 def test_the_engine_refuses_decoders_that_cannot_work(qwen_tokenizer):
     model = build_tiny_qwen()
     with pytest.raises(ConfigError, match="static cache"):

@@ -70,6 +70,11 @@ class GraphDecoder:
             self._steps.pop(id(evicted), None)
         return cache
 
+    def clear(self) -> None:
+        """Drop every pooled cache and captured step (their memory goes back after a CUDA OOM)."""
+        self._caches.clear()
+        self._steps.clear()
+
     def __call__(self, *, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor,
                  **kwargs: Any) -> Any:
         cache = kwargs.pop(self.cache_kw)

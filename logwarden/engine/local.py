@@ -142,6 +142,8 @@ class LocalEngine:
         try:
             return self._run_chunk(chunk, schema, max_new_tokens, sampling)
         except torch.cuda.OutOfMemoryError as exc:
+            if self._graphs is not None:  # pooled caches hold memory a smaller batch may need
+                self._graphs.clear()
             _release_cuda_memory()
             if len(chunk) == 1:
                 return {chunk[0].index: _oom_generation(exc, self._stats(chunk[0], 0, 1, 0.0, 0.0))}
