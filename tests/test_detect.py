@@ -426,6 +426,31 @@ def test_payloads_in_raw_http_request_dumps_fire_the_web_rules(rules):
     assert [n for s in by_rule(signals, "lw-web-scanner-user-agent") for n in s.line_numbers] == [9]
 
 
+@pytest.mark.parametrize("request_line", [
+    "POST /vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php HTTP/1.1",
+    "GET /index.php?s=/Index/\\think\\app/invokefunction&function=call_user_func_array&vars[0]=md5 HTTP/1.1",
+    "POST /GponForm/diag_Form?images/ HTTP/1.1",
+    "POST /index.action?class.module.classLoader.resources.context.parent.pipeline.first.pattern=x HTTP/1.1",
+    "GET /%24%7B%28%23a%3D%40java.lang.Runtime%40getRuntime%28%29.exec%28%22id%22%29%7D/ HTTP/1.1",
+    "POST /autodiscover/autodiscover.json?@evil.com/owa/&Email=autodiscover/autodiscover.json%3f@evil.com HTTP/1.1",
+    "GET /mgmt/tm/util/bash HTTP/1.1",
+    "GET /?url=http://169.254.169.254/latest/meta-data/iam/security-credentials/ HTTP/1.1",
+    "GET /?%3C?php%20system($_GET['c']);%20?%3E HTTP/1.1",
+])
+def test_mass_exploited_cve_requests_are_web_attacks_medium_when_refused(rules, request_line):
+    refused = Detector(rules).scan([web(request_line, status=404)])
+    served = Detector(rules).scan([web(request_line, status=200)])
+    assert [(s.rule_id, s.level) for s in refused] == [("lw-web-known-exploit-refused", "medium")]
+    assert ("lw-web-known-exploit", "high") in [(s.rule_id, s.level) for s in served]
+
+
+@pytest.mark.parametrize("request_line", [
+    "GET /api/items?filter={%22name%22:%22boots%22} HTTP/1.1", "GET /owa/auth/logon.aspx HTTP/1.1",
+    "GET /docs/php-tutorial HTTP/1.1", "GET /blog/classloader-internals HTTP/1.1"])
+def test_exploit_lookalikes_are_quiet(rules, request_line):
+    assert Detector(rules).scan([web(request_line, status=200)]) == []
+
+
 def test_refused_gets_and_accepted_logins_are_not_password_guessing(rules):
     pages = [web("GET /admin/login HTTP/1.1", status=403, line_no=i, second=i % 60) for i in range(1, 41)]
     logins = [web("POST /login HTTP/1.1", status=302, line_no=i, second=i % 60) for i in range(41, 81)]
