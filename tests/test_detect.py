@@ -210,6 +210,25 @@ def parsed(lines: list[str], fmt: str, source: str = "auth.log") -> list[Event]:
                              for n, t in enumerate(lines, 1)], fmt))
 
 
+@pytest.mark.parametrize("template, count, rule_id, level", [
+    ("Connection closed by authenticating user root 45.9.20.11 port {i}0 [preauth]", 10, "lw-ssh-preauth-disconnect-burst", "medium"),
+    ("Disconnected from invalid user oracle{i} 45.9.20.11 port 4{i}0 [preauth]", 10, "lw-ssh-preauth-disconnect-burst", "medium"),
+    ("error: maximum authentication attempts exceeded for root from 45.9.20.11 port 4{i}0 ssh2 [preauth]", 3,
+     "lw-ssh-max-auth-exceeded", "medium"),
+    ("Did not receive identification string from 45.9.20.11 port 4{i}0", 5, "lw-ssh-banner-scan", "low"),
+    ("banner exchange: Connection from 45.9.20.11 port 4{i}0: invalid format", 5, "lw-ssh-banner-scan", "low"),
+    ("Unable to negotiate with 45.9.20.11 port 4{i}0: no matching key exchange method found.", 5, "lw-ssh-banner-scan", "low"),
+])
+def test_modern_openssh_preauth_lines_count_as_guessing_or_scanning(rules, template, count, rule_id, level):
+    signals = Detector(rules).scan(ssh_lines(template, count))
+    assert [(s.rule_id, s.level, s.key) for s in signals if s.rule_id == rule_id] == [(rule_id, level, "45.9.20.11")]
+    assert by_rule(Detector(rules).scan(ssh_lines(template, count - 1)), rule_id) == []  # one fewer: quiet
+
+
+def test_disconnects_of_logged_in_users_are_not_guessing(rules):
+    assert Detector(rules).scan(ssh_lines("Disconnected from user deploy 10.0.0.5 port 4{i}0", 30)) == []
+
+
 def test_loghub_openssh_repeated_and_pam_summary_lines_count_their_events(detector):
     """rsyslog folds identical lines into "message repeated N times: [ … ]" and sshd reports
     "PAM N more authentication failures": two lines can be ten failures (LogHub OpenSSH_2k)."""
