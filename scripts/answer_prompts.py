@@ -34,7 +34,7 @@ def main() -> None:
     prompts = [json.loads(line) for line in args.prompts.read_text().splitlines() if line.strip()]
     folder = ensure_converted(PACKS["embedded"], get_settings().model_cache)
     adapter = resolve_adapter("embedded", args.adapter)
-    report = generate(folder, Path(adapter) if adapter else None, prompts, args.out, args.max_batch)
+    report = generate(folder, Path(adapter) if adapter else None, prompts, args.out, args.max_batch, decoder="eager")
     print(json.dumps(report))
 
 

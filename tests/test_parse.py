@@ -525,3 +525,41 @@ def test_raw_http_requests_become_access_events_with_headers_and_body():
 def test_header_shaped_lines_without_a_request_are_not_http():
     lines = ["Date: Mon, 01 Jan 2024", "Subject: weekly report", "From: alice"] * 5
     assert detect_format(lines).name == "generic"
+
+
+JSON_ACCESS = [  # the same kind of request as five real JSON access-log shapes
+    {"time_iso8601": "2024-05-02T10:11:12+00:00", "remote_addr": "45.9.20.11", "status": "200", "body_bytes_sent": "512",
+     "request": "GET /item.php?id=1%27%20UNION%20SELECT%20password%20FROM%20users-- HTTP/1.1",
+     "http_referer": "", "http_user_agent": "sqlmap/1.7"},  # nginx log_format escape=json
+    {"ClientHost": "45.9.20.12", "DownstreamStatus": 404, "RequestMethod": "GET", "RequestProtocol": "HTTP/1.1",
+     "RequestPath": "/vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php", "StartUTC": "2024-05-02T10:11:13Z",
+     "request_User-Agent": "Mozilla/5.0"},  # Traefik
+    {"ts": 1714644673.5, "logger": "http.log.access", "msg": "handled request", "status": 200, "size": 10,
+     "request": {"remote_ip": "45.9.20.13", "method": "GET", "host": "shop.example", "uri": "/?x=${jndi:ldap://h/a}",
+                 "headers": {"User-Agent": ["curl/8.0"]}}},  # Caddy
+    {"timestamp": "2024-05-02T10:11:14Z", "httpRequest": {"requestMethod": "GET", "status": 200, "remoteIp": "45.9.20.14",
+     "requestUrl": "https://shop.example/download.php?file=../../../../etc/passwd", "userAgent": "python-requests/2.31"}},  # GCP LB
+    {"@timestamp": "2024-05-02T10:11:15Z", "source": {"ip": "45.9.20.15"}, "http": {"request": {"method": "get"},
+     "response": {"status_code": 200}}, "url": {"original": "/search?q=<script>x</script>"}},  # ECS
+]
+
+
+def test_json_access_logs_become_access_events():
+    lines = [json.dumps(r) for r in JSON_ACCESS]
+    events = parse(lines, detect_format(lines).name)
+    assert [e.format for e in events] == ["access"] * 5
+    assert [(e.fields["src_ip"], e.fields["method"], e.fields["status"]) for e in events] == [
+        ("45.9.20.11", "GET", 200), ("45.9.20.12", "GET", 404), ("45.9.20.13", "GET", 200), ("45.9.20.14", "GET", 200),
+        ("45.9.20.15", "GET", 200)]
+    assert events[0].fields["path"].startswith("/item.php?id=1%27") and events[0].fields["user_agent"] == "sqlmap/1.7"
+    assert "referrer" not in events[0].fields  # nginx's empty "" is unset
+    assert (events[2].host, events[2].fields["user_agent"]) == ("shop.example", "curl/8.0")
+    assert (events[3].host, events[3].fields["path"]) == ("shop.example", "/download.php?file=../../../../etc/passwd")
+    assert all(e.ts is not None for e in events)
+
+
+def test_json_that_is_not_an_http_request_stays_json():
+    app = {"level": "info", "msg": "job finished", "status": "ok", "duration": 3}
+    eve = {"timestamp": "2024-05-02T10:11:14.1+0000", "event_type": "http", "src_ip": "45.9.20.11", "dest_ip": "10.0.0.4",
+           "http": {"hostname": "shop", "url": "/", "http_method": "GET", "status": 200}}
+    assert [e.format for e in parse([json.dumps(app), json.dumps(eve)], "json")] == ["json", "json"]

@@ -18,7 +18,7 @@ from typing import Any
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import parse_any
-from logwarden.app.parse.web import zeek_event
+from logwarden.app.parse.web import json_access_fields, zeek_event
 
 _decoder = json.JSONDecoder()
 _SUMMARY_MAX = 300
@@ -305,7 +305,7 @@ class CloudTrailParser(_ObjectParser):
 # --- any other JSON --------------------------------------------------------------------------
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime",
-              "EventTime", "time_local", "asctime", "__REALTIME_TIMESTAMP",
+              "EventTime", "time_local", "time_iso8601", "StartUTC", "asctime", "__REALTIME_TIMESTAMP",
               "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
 _MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
 _HOST_KEYS = ("host", "hostname", "host.name", "host.hostname", "_HOSTNAME", "computer")
@@ -362,6 +362,10 @@ class JsonParser(_ObjectParser):
             event = zeek_event(line, obj)
             if event is not None:
                 return event
+        http = json_access_fields(obj, flat)
+        if http is not None:  # a JSON access log (nginx, Traefik, Caddy, GCP LB, ECS…): the web rules apply
+            return new_event(line, "access", ts=parse_any(_first_scalar(flat, _TIME_KEYS)), host=http.get("vhost"),
+                             message=http["request"], fields=fields | http)
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
         fmt = "syslog" if _is_journald(obj) else "json"
         return new_event(line, fmt, ts=parse_any(_first_scalar(flat, _TIME_KEYS)),

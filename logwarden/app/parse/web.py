@@ -188,6 +188,75 @@ class HttpRequestParser:
         return new_event(line, "access", host=fields.get("vhost"), message=message, fields=fields)
 
 
+# JSON access logs → the access log's fields: nginx `escape=json` formats, Traefik, Caddy, GCP
+# load balancers (`httpRequest`), ECS (Filebeat, Elastic), and app request logs. A dotted key is a
+# path into the record ("httpRequest.status", ECS's "http.request.method").
+_JSON_HTTP_KEYS = {
+    "src_ip": ("remote_addr", "client_ip", "clientip", "remote_ip", "ClientHost", "ClientAddr", "httpRequest.remoteIp",
+               "request.remote_ip", "request.client_ip", "client.ip", "source.ip", "c-ip", "ip"),
+    "method": ("request_method", "method", "RequestMethod", "httpRequest.requestMethod", "request.method",
+               "http.request.method", "cs-method"),
+    "path": ("request_uri", "uri", "RequestPath", "path", "request.uri", "url.original", "httpRequest.requestUrl", "url",
+             "cs-uri-stem"),
+    "status": ("status", "DownstreamStatus", "httpRequest.status", "http.response.status_code", "response_status",
+               "status_code", "sc-status"),
+    "user_agent": ("http_user_agent", "user_agent", "request_User-Agent", "httpRequest.userAgent", "user_agent.original",
+                   "useragent", "cs(User-Agent)"),
+    "referrer": ("http_referer", "referer", "referrer", "request_Referer", "httpRequest.referer", "http.request.referrer"),
+    "bytes": ("body_bytes_sent", "bytes_sent", "size", "DownstreamContentSize", "httpRequest.responseSize",
+              "http.response.body.bytes", "sc-bytes"),
+    "vhost": ("host", "http_host", "server_name", "RequestHost", "request.host", "url.domain"),
+}
+
+
+def json_access_fields(obj: dict, flat: dict) -> dict | None:
+    """An HTTP request record (JSON) → the access log's fields, or None when it is not one: it
+    needs a method and a request target (or nginx's `request` line), and a status or a client."""
+    pick = {name: next((v for v in (_lookup(obj, flat, k) for k in keys) if isinstance(v, (str, int)) and v != ""), None)
+            for name, keys in _JSON_HTTP_KEYS.items()}
+    request = flat.get("request")
+    if isinstance(request, str) and (split := _split_request(request)):  # nginx: "GET /a?b HTTP/1.1"
+        pick["method"], pick["path"] = pick["method"] or split["method"], pick["path"] or split["path"]
+        pick.setdefault("protocol", split.get("protocol"))
+    method, target = pick["method"], pick["path"]
+    if not (isinstance(method, str) and method.isalpha() and isinstance(target, str) and target):
+        return None
+    if pick["status"] is None and pick["src_ip"] is None:
+        return None
+    host, path = _origin_form(target)
+    fields = {"method": method.upper(), "path": path, "protocol": pick.get("protocol") or "HTTP/1.1"}
+    fields["request"] = f"{fields['method']} {path} {fields['protocol']}"
+    status = str(pick["status"]) if pick["status"] is not None else ""
+    if status.isdigit():
+        fields["status"] = int(status)
+    size = str(pick["bytes"]) if pick["bytes"] is not None else ""
+    fields["bytes"] = int(size) if size.isdigit() else None
+    agent = pick["user_agent"] or _caddy_header(obj, "User-Agent")
+    for name, value in (("src_ip", pick["src_ip"]), ("user_agent", agent), ("referrer", pick["referrer"]),
+                        ("vhost", pick["vhost"] or host)):
+        _put(fields, name, split_host_port(str(value)) if name == "src_ip" and value else value)
+    return fields
+
+
+def _lookup(obj: dict, flat: dict, key: str) -> object:
+    """`flat[key]`, else the value at that dotted path in the nested record (ECS nests 3 deep)."""
+    if key in flat:
+        return flat[key]
+    value: object = obj
+    for part in key.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _caddy_header(obj: dict, name: str) -> str | None:
+    """Caddy logs headers as lists: `request.headers["User-Agent"] = ["curl/8.0"]`."""
+    headers = (obj.get("request") or {}).get("headers") if isinstance(obj.get("request"), dict) else None
+    values = headers.get(name) if isinstance(headers, dict) else None
+    return values[0] if isinstance(values, list) and values and isinstance(values[0], str) else None
+
+
 def _origin_form(target: str) -> tuple[str | None, str]:
     """`http://host:8080/a?b` → (`host:8080`, `/a?b`); `/a?b` → (None, `/a?b`)."""
     scheme, sep, rest = target.partition("://")
