@@ -563,3 +563,16 @@ def test_json_that_is_not_an_http_request_stays_json():
     eve = {"timestamp": "2024-05-02T10:11:14.1+0000", "event_type": "http", "src_ip": "45.9.20.11", "dest_ip": "10.0.0.4",
            "http": {"hostname": "shop", "url": "/", "http_method": "GET", "status": 200}}
     assert [e.format for e in parse([json.dumps(app), json.dumps(eve)], "json")] == ["json", "json"]
+
+
+def test_cloudfront_tab_separated_w3c_rows_are_access_events():
+    header = ("#Fields: date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer) "
+              "cs(User-Agent) cs-uri-query cs(Cookie) x-edge-result-type")
+    row = "\t".join(["2019-12-04", "21:02:32", "LAX1", "392", "45.9.20.11", "GET", "d111.cloudfront.net", "/products.php",
+                     "200", "-", "sqlmap/1.7", "id=1%27%20UNION%20SELECT%201--", "-", "Miss"])
+    lines = ["#Version: 1.0", header, row]
+    assert detect_format(lines).name == "w3c"
+    event = parse(lines, "w3c")[2]
+    assert event.format == "access" and event.ts.isoformat() == "2019-12-04T21:02:32+00:00"
+    assert event.fields.items() >= {"src_ip": "45.9.20.11", "path": "/products.php?id=1%27%20UNION%20SELECT%201--",
+                                    "status": 200, "user_agent": "sqlmap/1.7", "vhost": "d111.cloudfront.net"}.items()

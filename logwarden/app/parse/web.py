@@ -33,14 +33,14 @@ _APACHE_ERROR = re.compile(
 _NGINX_ERROR = re.compile(r"(\d{4})/(\d\d)/(\d\d) (\d\d):(\d\d):(\d\d) \[([a-z]+)\] (\d+)#\d+: "
                           r"(.*)")
 _CLIENT = re.compile(r"\[client ([^\]\s]+)\] ?")
-_W3C_DATA = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_W3C_DATA = re.compile(r"\d{4}-\d\d-\d\d[ \t]\d\d:\d\d:\d\d")
 # IIS's default columns when a file (a rotated piece, a copy) lacks its `#Fields:` header:
 # IIS 7.5 writes 14, IIS 8.5+ adds cs(Referer).
 _IIS_DEFAULT = "date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) {}sc-status sc-substatus sc-win32-status time-taken"
 _IIS_COLUMNS = {14: _IIS_DEFAULT.format("").split(), 15: _IIS_DEFAULT.format("cs(Referer) ").split()}
 # W3C column → access-log field (docs/FIELDS.md)
 _W3C_FIELDS = {"c-ip": "src_ip", "cs-username": "user", "cs-method": "method", "cs-version": "protocol",
-               "cs(user-agent)": "user_agent", "cs(referer)": "referrer", "cs-host": "vhost",
+               "cs(user-agent)": "user_agent", "cs(referer)": "referrer", "cs-host": "vhost", "cs(host)": "vhost",
                "s-ip": "server_ip", "s-port": "server_port", "s-computername": "server",
                "sc-substatus": "substatus", "sc-win32-status": "win32_status", "time-taken": "time_taken_ms"}
 _NGINX_CLIENT = re.compile(r", client: ([^,\s]+)")
@@ -91,7 +91,8 @@ class AccessParser:
 
 
 class W3CParser:
-    """W3C extended log lines (`#Fields: date time c-ip cs-method cs-uri-stem …`), e.g. IIS.
+    """W3C extended log lines (`#Fields: date time c-ip cs-method cs-uri-stem …`), e.g. IIS, or
+    CloudFront's tab-separated form.
     Stateful per file: each `#Fields:` directive sets the columns of the lines after it."""
 
     name = "w3c"
@@ -105,7 +106,7 @@ class W3CParser:
             if text.startswith("#Fields:"):
                 self.columns = [c.lower() for c in text[len("#Fields:"):].split()]
             return None  # other directives (#Software, #Date) read as generic lines
-        values = text.split(" ")
+        values = text.split("\t") if "\t" in text else text.split(" ")  # CloudFront separates with tabs
         columns = self.columns or _IIS_COLUMNS.get(len(values))
         if columns is None or len(values) != len(columns) or not _W3C_DATA.match(text):
             return None
