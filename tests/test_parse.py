@@ -346,8 +346,8 @@ def test_detect_format_apache_error_brackets_are_not_mistaken_for_json():
 
 
 def test_every_format_name_is_a_parser():
-    assert set(FORMATS) == {"syslog", "rfc5424", "access", "w3c", "zeek", "http_request", "apache_error", "windows",
-                            "cloudtrail", "json", "auditd", "generic"}
+    assert set(FORMATS) == {"syslog", "rfc5424", "access", "aws_lb", "w3c", "zeek", "http_request", "apache_error",
+                            "windows", "cloudtrail", "json", "auditd", "generic"}
 
 
 def test_parse_stream_line_mode_keeps_every_line_and_honours_a_chosen_format():
@@ -576,3 +576,23 @@ def test_cloudfront_tab_separated_w3c_rows_are_access_events():
     assert event.format == "access" and event.ts.isoformat() == "2019-12-04T21:02:32+00:00"
     assert event.fields.items() >= {"src_ip": "45.9.20.11", "path": "/products.php?id=1%27%20UNION%20SELECT%201--",
                                     "status": 200, "user_agent": "sqlmap/1.7", "vhost": "d111.cloudfront.net"}.items()
+
+
+AWS_LB = [  # AWS docs' examples: an ALB HTTPS entry (an attack put in its target) and a Classic ELB entry
+    'https 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 45.9.20.11:2817 10.0.0.1:80 0.086 0.048 '
+    '0.037 200 200 0 57 "GET https://www.example.com:443/item?id=1%27%20OR%20%271%27=%271 HTTP/1.1" "sqlmap/1.7" '
+    'ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/'
+    '73e2d6bc24d8a067 "Root=1-58337281-1d84f3d73c47ec4e58577259" "www.example.com" "-" 1 2018-07-02T22:22:48.364000Z '
+    '"authenticate,forward" "-" "-" "10.0.0.1:80" "200" "-" "-"',
+    '2015-05-13T23:39:43.945958Z my-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 '
+    '"GET http://www.example.com:80/ HTTP/1.1" "curl/7.38.0" - -',
+]
+
+
+def test_aws_load_balancer_logs_become_access_events():
+    assert detect_format(AWS_LB).name == "aws_lb"
+    alb, elb = parse(AWS_LB, "aws_lb")
+    assert (alb.format, alb.host, alb.ts.isoformat()) == ("access", "www.example.com", "2018-07-02T22:23:00.186641+00:00")
+    assert alb.fields.items() >= {"src_ip": "45.9.20.11", "method": "GET", "path": "/item?id=1%27%20OR%20%271%27=%271",
+                                  "status": 200, "bytes": 57, "user_agent": "sqlmap/1.7"}.items()
+    assert (elb.fields["src_ip"], elb.fields["path"], elb.fields["load_balancer"]) == ("192.168.131.39", "/", "my-loadbalancer")

@@ -20,12 +20,13 @@ from logwarden.app.parse.detect import SAMPLE_LINES, FormatDecision, detect_form
 from logwarden.app.parse.generic import GenericParser
 from logwarden.app.parse.jsonlog import CloudTrailParser, JsonParser, WindowsParser, parse_file_json
 from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
-from logwarden.app.parse.web import AccessParser, ApacheErrorParser, HttpRequestParser, W3CParser, ZeekParser
+from logwarden.app.parse.web import (AccessParser, ApacheErrorParser, AwsLbParser, HttpRequestParser, W3CParser,
+                                     ZeekParser)
 
 log = logging.getLogger(__name__)
 
 PARSERS: dict[str, type] = {cls.name: cls for cls in (
-    SyslogParser, Rfc5424Parser, AccessParser, W3CParser, ZeekParser, HttpRequestParser, ApacheErrorParser,
+    SyslogParser, Rfc5424Parser, AccessParser, AwsLbParser, W3CParser, ZeekParser, HttpRequestParser, ApacheErrorParser,
     WindowsParser,
     CloudTrailParser, JsonParser, AuditdParser, GenericParser)}
 FORMATS: tuple[str, ...] = tuple(PARSERS)

@@ -15,22 +15,23 @@ from logwarden.app.models import LogLine
 from logwarden.app.parse.auditd import AuditdParser
 from logwarden.app.parse.jsonlog import classify_object, is_azure_export, is_cloudtrail_file, load_object
 from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
-from logwarden.app.parse.web import AccessParser, ApacheErrorParser, HttpRequestParser, W3CParser, ZeekParser
+from logwarden.app.parse.web import (AccessParser, ApacheErrorParser, AwsLbParser, HttpRequestParser, W3CParser,
+                                     ZeekParser)
 
 SAMPLE_LINES = 50
 MIN_SHARE = 0.2  # below this share of matched sample lines, a parser's match is noise
 
 # Ties go to the more specific grammar (a line matching RFC 5424 is not "just" syslog).
-_TEXT_PARSERS = (Rfc5424Parser, AuditdParser, ApacheErrorParser, AccessParser, W3CParser, ZeekParser,
+_TEXT_PARSERS = (Rfc5424Parser, AuditdParser, ApacheErrorParser, AccessParser, AwsLbParser, W3CParser, ZeekParser,
                  HttpRequestParser, SyslogParser)
-_PRIORITY = ("rfc5424", "auditd", "apache_error", "access", "w3c", "zeek", "http_request", "windows", "cloudtrail",
+_PRIORITY = ("rfc5424", "auditd", "apache_error", "access", "aws_lb", "w3c", "zeek", "http_request", "windows", "cloudtrail",
              "json", "syslog")
 # '{' or '[' opening a document, not "[Sun Dec 04 …" (Apache) or "[  12.3] …" (dmesg)
 _JSON_START = re.compile(r'\s*(?:[{\[]\s*$|\{\s*"|\[\s*[{\["])')
 _DESCRIPTION = {
     "syslog": "RFC 3164 / rsyslog file format", "rfc5424": "RFC 5424 syslog",
     "access": "Apache/Nginx access log", "apache_error": "Apache/Nginx error log",
-    "w3c": "W3C extended log (IIS)", "zeek": "Zeek log (tab-separated)",
+    "w3c": "W3C extended log (IIS)", "zeek": "Zeek log (tab-separated)", "aws_lb": "AWS ALB/ELB access log",
     "http_request": "raw HTTP requests (request line, headers, body)",
     "auditd": "Linux audit records", "windows": "Windows event JSON",
     "cloudtrail": "CloudTrail records", "json": "JSON objects",

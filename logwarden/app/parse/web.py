@@ -1,7 +1,7 @@
 """Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed), W3C extended
 logs (IIS and others: `#Fields:` names the columns) and Zeek logs (`#fields`, tab-separated; the
 JSON form is read by `jsonlog`) — W3C rows and Zeek http.log rows are read into the same fields as
-access logs, so every web rule applies — raw HTTP request dumps (`http_request`: request line,
+access logs, so every web rule applies — AWS load balancer logs (`aws_lb`), raw HTTP request dumps (`http_request`: request line,
 headers, body) and error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all under the
 name `apache_error`).
 
@@ -44,6 +44,12 @@ _W3C_FIELDS = {"c-ip": "src_ip", "cs-username": "user", "cs-method": "method", "
                "s-ip": "server_ip", "s-port": "server_port", "s-computername": "server",
                "sc-substatus": "substatus", "sc-win32-status": "win32_status", "time-taken": "time_taken_ms"}
 _NGINX_CLIENT = re.compile(r", client: ([^,\s]+)")
+_LB_TAIL = (r' (?P<status>\d{3}|-) (?:\d{3}|-) (?P<received>\d+|-) (?P<sent>\d+|-)'
+            r' "(?P<request>[^"]*)" "(?P<agent>(?:[^"\\]|\\.)*)"')
+_ALB = re.compile(r'(?:https?|h2|grpcs|wss?) (?P<time>\d{4}-\d\d-\d\dT\S+) (?P<lb>\S+) (?P<client>\S+) \S+'
+                  r' \S+ \S+ \S+' + _LB_TAIL)
+_ELB = re.compile(r'(?P<time>\d{4}-\d\d-\d\dT\S+) (?P<lb>[\w-]+) (?P<client>[0-9A-Fa-f:.]+:\d+) \S+'
+                  r' \S+ \S+ \S+' + _LB_TAIL)
 _HTTP_REQUEST = re.compile(r"([A-Z]{3,10}) (\S+) (HTTP/\d(?:\.\d)?)$")
 _HTTP_HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*): ?(.*)$")
 _HEADER_FIELDS = {"user-agent": "user_agent", "referer": "referrer"}
@@ -88,6 +94,39 @@ class AccessParser:
                 self._times.clear()
             ts = self._times[stamp] = _access_time(stamp)
         return ts
+
+
+class AwsLbParser:
+    """AWS Application Load Balancer (`http 2024-… app/name/id client:port target:port … "GET
+    http://host:80/p HTTP/1.1" "agent" …`) and Classic ELB (`2024-… name client:port …`) access
+    logs, read into the access log's fields (`elb_status_code` is `status`, the client `src_ip`)."""
+
+    name = "aws_lb"
+
+    def __init__(self, *, reference_time: datetime | None = None):
+        pass
+
+    def parse(self, line: LogLine) -> Event | None:
+        match = _ALB.match(line.text) or _ELB.match(line.text)
+        if match is None:
+            return None
+        stamp, lb, client, status, received, sent, request, agent = (match.group(k) for k in (
+            "time", "lb", "client", "status", "received", "sent", "request", "agent"))
+        ts = parse_iso(stamp)
+        if ts is None:
+            return None
+        fields: dict = {"src_ip": split_host_port(client), "request": request, "load_balancer": lb}
+        split = _split_request(request)
+        if split:
+            vhost, path = _origin_form(split["path"])
+            fields |= split | {"path": path}
+            _put(fields, "vhost", vhost.rsplit(":", 1)[0] if vhost else None)
+        if status.isdigit():
+            fields["status"] = int(status)
+        fields["bytes"] = int(sent) if sent.isdigit() else None
+        fields["received_bytes"] = int(received) if received.isdigit() else None
+        _put(fields, "user_agent", agent)
+        return new_event(line, "access", ts=ts, host=fields.get("vhost"), message=request, fields=fields)
 
 
 class W3CParser:
