@@ -457,10 +457,12 @@ def test_payloads_in_raw_http_request_dumps_fire_the_web_rules(rules):
     "GET /?%3C?php%20system($_GET['c']);%20?%3E HTTP/1.1",
 ])
 def test_mass_exploited_cve_requests_are_web_attacks_medium_when_refused(rules, request_line):
-    refused = Detector(rules).scan([web(request_line, status=404)])
-    served = Detector(rules).scan([web(request_line, status=200)])
-    assert [(s.rule_id, s.level) for s in refused] == [("lw-web-known-exploit-refused", "medium")]
-    assert ("lw-web-known-exploit", "high") in [(s.rule_id, s.level) for s in served]
+    for status in (404, 301):
+        refused = Detector(rules).scan([web(request_line, status=status)])
+        assert [(s.rule_id, s.level) for s in refused] == [("lw-web-known-exploit-refused", "medium")]
+    for status in (200, 500):
+        served = Detector(rules).scan([web(request_line, status=status)])
+        assert ("lw-web-known-exploit", "high") in [(s.rule_id, s.level) for s in served]
 
 
 @pytest.mark.parametrize("request_line", [
