@@ -161,7 +161,9 @@ class TailRead:
         Offsets count records, not bytes. A damaged chunk is an `ErrorRow`; the rest is read."""
         import evtx  # the Rust parser (pyevtx-rs); imported here: only EVTX files need it
 
-        records = evtx.PyEvtxParser(io.BytesIO(stream.read()), number_of_threads=1).records_json()
+        # a plain file is read by the parser itself (no copy); a compressed one is inflated in memory
+        source = str(self.path) if isinstance(stream, io.BufferedReader) else io.BytesIO(stream.read())
+        records = evtx.PyEvtxParser(source, number_of_threads=1).records_json()
         index = failures = 0
         while failures < _EVTX_MAX_FAILURES:
             try:
