@@ -315,6 +315,8 @@ def test_benign_syslog_lines_make_no_signal(detector, line):
      "lw-smart-failure", "medium"),
     ("Mar 10 08:00:07 db1 smartd[655]: Device: /dev/sdb [SAT], FAILED SMART self-check. BACK UP DATA NOW!",
      "lw-smart-failure", "medium"),
+    ("Mar 10 08:00:08 db1 kernel: [ 8123.4] diamorphine: module verification failed: signature and/or required key "
+     "missing - tainting kernel", "lw-kernel-unsigned-module", "medium"),
 ])
 def test_system_failure_rules(detector, line, rule_id, level):
     signal = by_rule(detector.scan([syslog(line, 5, source="kern.log")]), rule_id)[0]
