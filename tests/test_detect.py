@@ -315,12 +315,18 @@ def test_benign_syslog_lines_make_no_signal(detector, line):
      "lw-smart-failure", "medium"),
     ("Mar 10 08:00:07 db1 smartd[655]: Device: /dev/sdb [SAT], FAILED SMART self-check. BACK UP DATA NOW!",
      "lw-smart-failure", "medium"),
-    ("Mar 10 08:00:08 db1 kernel: [ 8123.4] diamorphine: module verification failed: signature and/or required key "
-     "missing - tainting kernel", "lw-kernel-unsigned-module", "medium"),
 ])
 def test_system_failure_rules(detector, line, rule_id, level):
     signal = by_rule(detector.scan([syslog(line, 5, source="kern.log")]), rule_id)[0]
     assert (signal.level, signal.category, signal.key, signal.line_numbers) == (level, "system_failure", "db1", [5])
+
+
+def test_an_unsigned_kernel_module_is_a_possible_rootkit(detector):
+    line = ("Mar 10 08:00:08 db1 kernel: [ 8123.4] diamorphine: module verification failed: signature and/or required key "
+            "missing - tainting kernel")
+    [signal] = detector.scan([syslog(line, 5, source="kern.log")])
+    assert (signal.rule_id, signal.level, signal.category) == ("lw-kernel-unsigned-module", "medium", "malware_execution")
+    assert detector.scan([syslog("Mar 10 08:00:09 db1 kernel: [ 8123.5] nvidia: loading out-of-tree module taints kernel.")]) == []
 
 
 def test_smartd_routine_messages_are_quiet(detector):
