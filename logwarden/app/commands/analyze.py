@@ -45,7 +45,7 @@ from logwarden.schemas import RISK_LEVELS
 @handle_errors
 def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, export_format, export_out, db_url, as_json,
             **engine_kw):
-    """Analyse log files and folders (recursive, .gz too) into stored risk records."""
+    """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     settings = get_settings()
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions(rules_only=rules_only, llm_policy=llm_policy, max_batch=engine_opts.max_batch,
