@@ -85,7 +85,18 @@ def test_records_list_and_db_info_json(logs, tmp_path):
     assert info["tables"]["records"] == len(open_store(db).query_records(RecordFilter(), limit=1000)) >= 2
 
 
-@pytest.mark.parametrize("command", ["analyze", "triage", "watch", "ui", "export", "records", "db", "eval", "dataset", "train"])
+@pytest.mark.parametrize("command", ["analyze", "triage", "watch", "ui", "export", "records", "db", "rules", "eval", "dataset",
+                                     "train"])
 def test_every_command_has_help(command):
     result = run(command, "--help")
     assert result.exit_code == 0 and "Usage" in result.output
+
+
+def test_rules_lists_the_shipped_detectors_with_filters():
+    web = json.loads(run("rules", "--format", "access", "--min-risk", "high", "--json").stdout)
+    assert web and all(r["level"] in ("high", "critical") and (not r["formats"] or "access" in r["formats"]) for r in web)
+    assert "lw-web-sqli" in {r["id"] for r in web} and "lw-ssh-bruteforce" not in {r["id"] for r in web}
+    brute = json.loads(run("rules", "--search", "T1110.001", "--category", "brute_force", "--json").stdout)
+    assert {"lw-ssh-bruteforce", "lw-ftp-login-failures"} <= {r["id"] for r in brute}
+    assert next(r for r in brute if r["id"] == "lw-ssh-bruteforce")["aggregate"]["threshold"] == 5
+    assert run("rules", "--format", "evtx").exit_code == 2  # not a format: bad usage
