@@ -1555,3 +1555,52 @@ def test_kubernetes_audit_rules(rules, lines, rule_id):
 ])
 def test_routine_kubernetes_activity_is_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "json", "k8s-audit.log")) == []
+
+
+# --- Microsoft 365 unified audit log ----------------------------------------------------------------
+
+def _ual(operation: str, second: int = 0, user: str = "bob@contoso.com", **extra) -> str:
+    return json.dumps({"CreationTime": f"2024-05-02T10:{second // 60:02d}:{second % 60:02d}", "Id": f"id{second}",
+                       "Operation": operation, "OrganizationId": "0000", "RecordType": 1, "ResultStatus": "True",
+                       "UserType": 0, "Version": 1, "Workload": "Exchange", "ClientIP": "45.9.20.11:52144",
+                       "UserId": user, **extra})
+
+
+def _params(**values: str) -> list[dict]:
+    return [{"Name": k, "Value": v} for k, v in values.items()]
+
+
+@pytest.mark.parametrize("lines, rule_id", [
+    ([_ual("New-InboxRule", Parameters=_params(Name=".", ForwardTo="attacker@evil.example", StopProcessingRules="True"))],
+     "lw-m365-mail-forwarding"),
+    ([_ual("UpdateInboxRules", OperationProperties=[{"Name": "RuleActions", "Value": json.dumps(
+        [{"ActionType": "Forward", "Recipients": ["attacker@evil.example"]}])}])], "lw-m365-mail-forwarding"),
+    ([_ual("Set-Mailbox", Parameters=_params(Identity="bob", ForwardingSmtpAddress="smtp:x@evil.example"))],
+     "lw-m365-mail-forwarding"),
+    ([_ual("New-InboxRule", Parameters=_params(Name="x", SubjectContainsWords="invoice", MoveToFolder="RSS Feeds"))],
+     "lw-m365-hiding-inbox-rule"),
+    ([_ual("UserLoginFailed", i, user=f"u{i}@contoso.com", Workload="AzureActiveDirectory") for i in range(5)],
+     "lw-m365-password-spray"),
+    ([_ual("Add member to role.", Workload="AzureActiveDirectory", ModifiedProperties=[
+        {"Name": "Role.DisplayName", "NewValue": "Global Administrator", "OldValue": ""}])], "lw-m365-admin-role-added"),
+    ([_ual("Add-MailboxPermission", Parameters=_params(Identity="ceo", User="mallory", AccessRights="FullAccess"))],
+     "lw-m365-mailbox-delegation"),
+    ([_ual("Consent to application.", Workload="AzureActiveDirectory")], "lw-m365-oauth-consent"),
+    ([_ual("FileDownloaded", i, Workload="SharePoint", ObjectId=f"https://contoso.sharepoint.com/d/{i}.docx")
+      for i in range(50)], "lw-m365-mass-download"),
+])
+def test_microsoft_365_audit_rules(rules, lines, rule_id):
+    events = parsed(lines, "json", "ual.json")
+    assert (events[0].fields["src_ip"], events[0].ts is not None) == ("45.9.20.11", True)
+    assert fired(Detector(rules).scan(events)) == {rule_id}
+
+
+@pytest.mark.parametrize("lines", [
+    [_ual("New-InboxRule", Parameters=_params(Name="news", From="newsletter@shop.example", MoveToFolder="Newsletters"))],
+    [_ual("Set-Mailbox", Parameters=_params(Identity="bob", ForwardingSmtpAddress=""))],  # forwarding removed
+    [_ual("UserLoginFailed", i, Workload="AzureActiveDirectory") for i in range(5)],  # one account mistyping
+    [_ual("FileDownloaded", i, Workload="SharePoint", ObjectId="https://contoso.sharepoint.com/d/same.docx")
+     for i in range(60)],
+])
+def test_routine_microsoft_365_activity_is_quiet(rules, lines):
+    assert Detector(rules).scan(parsed(lines, "json", "ual.json")) == []

@@ -541,16 +541,19 @@ JSON_ACCESS = [  # the same kind of request as five real JSON access-log shapes
      "requestUrl": "https://shop.example/download.php?file=../../../../etc/passwd", "userAgent": "python-requests/2.31"}},  # GCP LB
     {"@timestamp": "2024-05-02T10:11:15Z", "source": {"ip": "45.9.20.15"}, "http": {"request": {"method": "get"},
      "response": {"status_code": 200}}, "url": {"original": "/search?q=<script>x</script>"}},  # ECS
+    {"ClientIP": "45.9.20.16", "ClientRequestHost": "shop.example", "ClientRequestMethod": "GET",
+     "ClientRequestURI": "/wp-login.php", "EdgeResponseStatus": 403, "EdgeResponseBytes": 1200,
+     "ClientRequestUserAgent": "python-requests/2.31", "EdgeStartTimestamp": "2024-05-02T10:11:16Z"},  # Cloudflare
 ]
 
 
 def test_json_access_logs_become_access_events():
     lines = [json.dumps(r) for r in JSON_ACCESS]
     events = parse(lines, detect_format(lines).name)
-    assert [e.format for e in events] == ["access"] * 5
+    assert [e.format for e in events] == ["access"] * 6
     assert [(e.fields["src_ip"], e.fields["method"], e.fields["status"]) for e in events] == [
         ("45.9.20.11", "GET", 200), ("45.9.20.12", "GET", 404), ("45.9.20.13", "GET", 200), ("45.9.20.14", "GET", 200),
-        ("45.9.20.15", "GET", 200)]
+        ("45.9.20.15", "GET", 200), ("45.9.20.16", "GET", 403)]
     assert events[0].fields["path"].startswith("/item.php?id=1%27") and events[0].fields["user_agent"] == "sqlmap/1.7"
     assert "referrer" not in events[0].fields  # nginx's empty "" is unset
     assert (events[2].host, events[2].fields["user_agent"]) == ("shop.example", "curl/8.0")

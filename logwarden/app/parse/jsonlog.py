@@ -18,7 +18,7 @@ from typing import Any
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import parse_any
-from logwarden.app.parse.web import json_access_fields, zeek_event
+from logwarden.app.parse.web import json_access_fields, split_host_port, zeek_event
 
 _decoder = json.JSONDecoder()
 _SUMMARY_MAX = 300
@@ -305,6 +305,7 @@ class CloudTrailParser(_ObjectParser):
 # --- any other JSON --------------------------------------------------------------------------
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime", "requestReceivedTimestamp",
+              "CreationTime", "EdgeStartTimestamp",
               "EventTime", "time_local", "time_iso8601", "StartUTC", "asctime", "__REALTIME_TIMESTAMP",
               "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
 _MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
@@ -314,11 +315,13 @@ _PROGRAM_KEYS = ("program", "app", "application", "service", "service.name", "lo
 _IP_KEYS = ("src_ip", "source.ip", "client.ip", "client_ip", "clientip", "remote_addr",
             "remote_ip", "srcip", "ip", "sourceIPAddress",
             "callerIpAddress", "ipAddress", "properties.ipAddress",  # Azure activity / Entra ID sign-ins
-            "CallerIpAddress", "httpRequest.clientIpAddress", "claims.ipaddr")
+            "CallerIpAddress", "httpRequest.clientIpAddress", "claims.ipaddr",
+            "ClientIP", "ClientIPAddress", "ActorIpAddress")  # Microsoft 365 unified audit log
 _USER_KEYS = ("user", "user.name", "username", "userName", "usr", "account",
               "userPrincipalName", "properties.userPrincipalName",  # Entra ID sign-ins
               "caller", "Caller",  # Azure activity log (REST / Event Hub, Log Analytics)
-              "user.username")  # Kubernetes audit
+              "user.username",  # Kubernetes audit
+              "UserId")  # Microsoft 365 unified audit log
 _UPN_CLAIMS = ("http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn", "upn", "unique_name",
                "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name", "name")
 _PID_KEYS = ("pid", "process.pid", "_PID")
@@ -352,7 +355,8 @@ class JsonParser(_ObjectParser):
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
         flat = flatten_one_level(obj)
         fields = dict(flat)
-        _set(fields, src_ip=_text(_first_scalar(flat, _IP_KEYS)),
+        address = _text(_first_scalar(flat, _IP_KEYS))
+        _set(fields, src_ip=split_host_port(address) if address else None,  # M365 writes "IP:port"
              user=_text(_first_scalar(flat, _USER_KEYS)), pid=_pid(_first_scalar(flat, _PID_KEYS)))
         _gcp_audit_identity(obj, fields)
         _azure_claims_identity(obj, fields)

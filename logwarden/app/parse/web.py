@@ -229,23 +229,24 @@ class HttpRequestParser:
 
 
 # JSON access logs → the access log's fields: nginx `escape=json` formats, Traefik, Caddy, GCP
-# load balancers (`httpRequest`), ECS (Filebeat, Elastic), and app request logs. A dotted key is a
+# load balancers (`httpRequest`), Cloudflare Logpush, ECS (Filebeat, Elastic), and app request logs. A dotted key is a
 # path into the record ("httpRequest.status", ECS's "http.request.method").
 _JSON_HTTP_KEYS = {
     "src_ip": ("remote_addr", "client_ip", "clientip", "remote_ip", "ClientHost", "ClientAddr", "httpRequest.remoteIp",
-               "request.remote_ip", "request.client_ip", "client.ip", "source.ip", "c-ip", "ip"),
+               "request.remote_ip", "request.client_ip", "client.ip", "source.ip", "c-ip", "ClientIP", "ip"),
     "method": ("request_method", "method", "RequestMethod", "httpRequest.requestMethod", "request.method",
-               "http.request.method", "cs-method"),
+               "http.request.method", "cs-method", "ClientRequestMethod"),
     "path": ("request_uri", "uri", "RequestPath", "path", "request.uri", "url.original", "httpRequest.requestUrl", "url",
-             "cs-uri-stem"),
+             "cs-uri-stem", "ClientRequestURI", "ClientRequestPath"),
     "status": ("status", "DownstreamStatus", "httpRequest.status", "http.response.status_code", "response_status",
-               "status_code", "sc-status"),
+               "status_code", "sc-status", "EdgeResponseStatus", "OriginResponseStatus"),
     "user_agent": ("http_user_agent", "user_agent", "request_User-Agent", "httpRequest.userAgent", "user_agent.original",
-                   "useragent", "cs(User-Agent)"),
-    "referrer": ("http_referer", "referer", "referrer", "request_Referer", "httpRequest.referer", "http.request.referrer"),
+                   "useragent", "cs(User-Agent)", "ClientRequestUserAgent"),
+    "referrer": ("http_referer", "referer", "referrer", "request_Referer", "httpRequest.referer", "http.request.referrer",
+                 "ClientRequestReferer"),
     "bytes": ("body_bytes_sent", "bytes_sent", "size", "DownstreamContentSize", "httpRequest.responseSize",
-              "http.response.body.bytes", "sc-bytes"),
-    "vhost": ("host", "http_host", "server_name", "RequestHost", "request.host", "url.domain"),
+              "http.response.body.bytes", "sc-bytes", "EdgeResponseBytes"),
+    "vhost": ("host", "http_host", "server_name", "RequestHost", "request.host", "url.domain", "ClientRequestHost"),
 }
 
 
