@@ -1,7 +1,8 @@
 """Reading one file or stream into `LogLine`s with byte offsets a reader can resume from.
 
 Owns: opening (plain, gzip, bzip2, xz: chosen by magic bytes, not by name), Windows EVTX files
-(each event record becomes one line of JSON), sniffing binary content, splitting on `\\n` in large binary reads, decoding UTF-8 without dropping a line,
+(each event record becomes one line of JSON; their offsets count records), sniffing binary
+content, splitting on `\\n` in large binary reads, decoding UTF-8 without dropping a line,
 truncating overlong lines with a visible marker, and reporting damage as `ErrorRow`s.
 Offsets of compressed files are offsets in the decompressed stream. It knows nothing about
 log formats or where offsets are persisted.

@@ -304,8 +304,10 @@ class CloudTrailParser(_ObjectParser):
 
 # --- any other JSON --------------------------------------------------------------------------
 
-_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime", "requestReceivedTimestamp",
-              "CreationTime", "EdgeStartTimestamp",
+_TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "eventTime",
+              "requestReceivedTimestamp",  # Kubernetes audit
+              "CreationTime",  # Microsoft 365 unified audit log
+              "EdgeStartTimestamp",  # Cloudflare Logpush
               "EventTime", "time_local", "time_iso8601", "StartUTC", "asctime", "__REALTIME_TIMESTAMP",
               "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
 _MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
@@ -362,23 +364,22 @@ class JsonParser(_ObjectParser):
         _azure_claims_identity(obj, fields)
         if isinstance(obj.get("sourceIPs"), list) and obj["sourceIPs"]:  # Kubernetes audit: the client first
             _set(fields, src_ip=fields.get("src_ip") or _text(obj["sourceIPs"][0]))
-        message = _first_scalar(flat, _MESSAGE_KEYS)
-        if message is None:
-            message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
         if "id.orig_h" in obj and "uid" in obj:  # Zeek's JSON logs: http.log rows are access events
             event = zeek_event(line, obj)
             if event is not None:
                 return event
+        ts = parse_any(_first_scalar(flat, _TIME_KEYS))
         http = json_access_fields(obj, flat)
         if http is not None:  # a JSON access log (nginx, Traefik, Caddy, GCP LB, ECS…): the web rules apply
-            return new_event(line, "access", ts=parse_any(_first_scalar(flat, _TIME_KEYS)), host=http.get("vhost"),
-                             message=http["request"], fields=fields | http)
+            return new_event(line, "access", ts=ts, host=http.get("vhost"), message=http["request"],
+                             fields=fields | http)
+        message = _first_scalar(flat, _MESSAGE_KEYS)
+        if message is None:
+            message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
         fmt = "syslog" if _is_journald(obj) else "json"
-        return new_event(line, fmt, ts=parse_any(_first_scalar(flat, _TIME_KEYS)),
-                         host=_text(_first_scalar(flat, _HOST_KEYS)),
-                         program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message),
-                         fields=fields)
+        return new_event(line, fmt, ts=ts, host=_text(_first_scalar(flat, _HOST_KEYS)),
+                         program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message), fields=fields)
 
 
 def _gcp_audit_identity(obj: dict, fields: dict) -> None:
@@ -424,8 +425,7 @@ def parse_file_json(lines: Sequence[LogLine], *,
     """Expand a whole-file JSON document into one Event per record, or None if it is not one.
 
     Understands `{"Records": [...]}` (CloudTrail), `{"records": [...]}` (Azure Monitor exports), a
-    top-level array, and one or more
-    concatenated (pretty-printed) objects. Each record's Event points at the line and offset
+    top-level array, and one or more concatenated (pretty-printed) objects. Each record's Event points at the line and offset
     where the record starts; its `raw` is the record as compact JSON. A record that is not an
     object becomes a `generic` event. Lines between record starts belong to the record above.
     """

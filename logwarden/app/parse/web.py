@@ -1,9 +1,9 @@
 """Web server logs: Apache/Nginx access logs (combined, common, vhost-prefixed), W3C extended
-logs (IIS and others: `#Fields:` names the columns) and Zeek logs (`#fields`, tab-separated; the
-JSON form is read by `jsonlog`) — W3C rows and Zeek http.log rows are read into the same fields as
-access logs, so every web rule applies — AWS load balancer logs (`aws_lb`), raw HTTP request dumps (`http_request`: request line,
-headers, body) and error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all under the
-name `apache_error`).
+logs (IIS, CloudFront: `#Fields:` names the columns), Zeek logs (`#fields`, tab-separated; the
+JSON form is read by `jsonlog`), AWS load balancer logs (`aws_lb`) and raw HTTP request dumps
+(`http_request`: request line, headers, body) — all read into the access log's fields, as are
+JSON access logs (`json_access_fields`, called by `jsonlog`), so every web rule applies — and
+error logs (Apache 2.2, Apache 2.4, and Nginx's error format, all under the name `apache_error`).
 
 Owns the line grammars and the request-line split. A request that is not `METHOD PATH PROTO`
 (TLS bytes sent to a plain port, `-`, scanner junk) still parses: it is kept in `request`.
@@ -77,9 +77,7 @@ class AccessParser:
         fields = {"src_ip": client, "request": request, **_split_request(request)}
         _put(fields, "ident", ident)
         _put(fields, "user", user)
-        if status != "-":
-            fields["status"] = int(status)
-        fields["bytes"] = int(size) if size != "-" else None
+        _put_status_and_bytes(fields, status, size)
         _put(fields, "referrer", referrer)
         _put(fields, "user_agent", agent)
         _put(fields, "extra", extra.strip() if extra else None)
@@ -121,10 +119,8 @@ class AwsLbParser:
             vhost, path = _origin_form(split["path"])
             fields |= split | {"path": path}
             _put(fields, "vhost", vhost.rsplit(":", 1)[0] if vhost else None)
-        if status.isdigit():
-            fields["status"] = int(status)
-        fields["bytes"] = int(sent) if sent.isdigit() else None
-        fields["received_bytes"] = int(received) if received.isdigit() else None
+        _put_status_and_bytes(fields, status, sent)
+        fields["received_bytes"] = _number(received)
         _put(fields, "user_agent", agent)
         return new_event(line, "access", ts=ts, host=fields.get("vhost"), message=request, fields=fields)
 
@@ -229,8 +225,8 @@ class HttpRequestParser:
 
 
 # JSON access logs → the access log's fields: nginx `escape=json` formats, Traefik, Caddy, GCP
-# load balancers (`httpRequest`), Cloudflare Logpush, ECS (Filebeat, Elastic), and app request logs. A dotted key is a
-# path into the record ("httpRequest.status", ECS's "http.request.method").
+# load balancers (`httpRequest`), Cloudflare Logpush, ECS (Filebeat, Elastic), and app request
+# logs. A dotted key is a path into the record ("httpRequest.status", ECS's "http.request.method").
 _JSON_HTTP_KEYS = {
     "src_ip": ("remote_addr", "client_ip", "clientip", "remote_ip", "ClientHost", "ClientAddr", "httpRequest.remoteIp",
                "request.remote_ip", "request.client_ip", "client.ip", "source.ip", "c-ip", "ClientIP", "ip"),
@@ -253,30 +249,30 @@ _JSON_HTTP_KEYS = {
 def json_access_fields(obj: dict, flat: dict) -> dict | None:
     """An HTTP request record (JSON) → the access log's fields, or None when it is not one: it
     needs a method and a request target (or nginx's `request` line), and a status or a client."""
-    pick = {name: next((v for v in (_lookup(obj, flat, k) for k in keys) if isinstance(v, (str, int)) and v != ""), None)
-            for name, keys in _JSON_HTTP_KEYS.items()}
+    method, target, protocol = _pick(obj, flat, "method"), _pick(obj, flat, "path"), None
     request = flat.get("request")
     if isinstance(request, str) and (split := _split_request(request)):  # nginx: "GET /a?b HTTP/1.1"
-        pick["method"], pick["path"] = pick["method"] or split["method"], pick["path"] or split["path"]
-        pick.setdefault("protocol", split.get("protocol"))
-    method, target = pick["method"], pick["path"]
+        method, target, protocol = method or split["method"], target or split["path"], split.get("protocol")
     if not (isinstance(method, str) and method.isalpha() and isinstance(target, str) and target):
-        return None
+        return None  # most JSON logs leave here, after two lookups
+    pick = {name: _pick(obj, flat, name) for name in ("src_ip", "status", "user_agent", "referrer", "bytes", "vhost")}
     if pick["status"] is None and pick["src_ip"] is None:
         return None
     host, path = _origin_form(target)
-    fields = {"method": method.upper(), "path": path, "protocol": pick.get("protocol") or "HTTP/1.1"}
+    fields = {"method": method.upper(), "path": path, "protocol": protocol or "HTTP/1.1"}
     fields["request"] = f"{fields['method']} {path} {fields['protocol']}"
-    status = str(pick["status"]) if pick["status"] is not None else ""
-    if status.isdigit():
-        fields["status"] = int(status)
-    size = str(pick["bytes"]) if pick["bytes"] is not None else ""
-    fields["bytes"] = int(size) if size.isdigit() else None
+    _put_status_and_bytes(fields, pick["status"], pick["bytes"])
     agent = pick["user_agent"] or _caddy_header(obj, "User-Agent")
     for name, value in (("src_ip", pick["src_ip"]), ("user_agent", agent), ("referrer", pick["referrer"]),
                         ("vhost", pick["vhost"] or host)):
         _put(fields, name, split_host_port(str(value)) if name == "src_ip" and value else value)
     return fields
+
+
+def _pick(obj: dict, flat: dict, name: str) -> str | int | None:
+    """The first non-empty scalar under one of `name`'s keys in `_JSON_HTTP_KEYS`."""
+    values = (_lookup(obj, flat, key) for key in _JSON_HTTP_KEYS[name])
+    return next((v for v in values if isinstance(v, (str, int)) and v != ""), None)
 
 
 def _lookup(obj: dict, flat: dict, key: str) -> object:
@@ -335,11 +331,7 @@ def zeek_http_fields(row: dict) -> dict | None:
     version = row.get("version")
     fields["protocol"] = f"HTTP/{version}" if version else "HTTP/1.1"
     fields["request"] = f"{method} {uri} {fields['protocol']}"
-    status = row.get("status_code")
-    if status is not None and str(status).isdigit():
-        fields["status"] = int(status)
-    size = row.get("response_body_len")
-    fields["bytes"] = int(size) if size is not None and str(size).isdigit() else None
+    _put_status_and_bytes(fields, row.get("status_code"), row.get("response_body_len"))
     _put(fields, "dst_ip", row.get("id.resp_h"))
     return fields
 
@@ -361,11 +353,21 @@ def _w3c_fields(row: dict[str, str]) -> dict:
         path += "?" + row["cs-uri-query"]
     fields["path"] = path
     fields["request"] = f"{fields.get('method', '-')} {path} {fields.get('protocol', 'HTTP/1.1')}"
-    if row.get("sc-status", "-").isdigit():
-        fields["status"] = int(row["sc-status"])
-    size = row.get("sc-bytes", "-")
-    fields["bytes"] = int(size) if size.isdigit() else None
+    _put_status_and_bytes(fields, row.get("sc-status"), row.get("sc-bytes"))
     return fields
+
+
+def _number(value: object) -> int | None:
+    """A count written as digits (a str or an int) → int; "-", "", None and anything else → None."""
+    text = str(value) if value is not None else ""
+    return int(text) if text.isdigit() else None
+
+
+def _put_status_and_bytes(fields: dict, status: object, size: object) -> None:
+    """`status` only when the log has one; `bytes` always (None when unknown), as access logs do."""
+    if (code := _number(status)) is not None:
+        fields["status"] = code
+    fields["bytes"] = _number(size)
 
 
 def _access_time(stamp: str) -> datetime | None:
