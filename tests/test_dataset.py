@@ -17,8 +17,8 @@ from logwarden.app.commands.dataset import dataset
 from logwarden.app.models import Signal
 from logwarden.prompts import FENCE, system_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
-from logwarden.train.dataset import agree_with_rules, build_dataset, example_at, examples
-from logwarden.train.scenarios import GENERATORS
+from logwarden.train.dataset import agree_with_rules, build_dataset, example_at, examples, render, target
+from logwarden.train.scenarios import GENERATORS, cloud_incident_day
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 N = 160
@@ -76,6 +76,40 @@ def test_all_scenarios_categories_and_formats_are_covered():
     for name, generator in GENERATORS.items():  # every generator runs on several seeds
         for s in range(3):
             assert generator(random.Random(f"{name}{s}")).lines
+
+
+@pytest.mark.parametrize("name", sorted(n for n in GENERATORS if n.startswith("benign")))
+def test_benign_windows_fire_no_rule_and_stay_benign(name):
+    """Alarming-looking routine noise (PHP fatals, auditd execs, internal S3 reads) must teach "benign", which only holds
+    when no rule fires on it: a fired rule would turn the target into that rule's category."""
+    for s in range(12):
+        rng = random.Random(f"{name}/{s}")
+        rendered = render(GENERATORS[name](rng))
+        assert not rendered.signals, [sig.rule_id for sig in rendered.signals]
+        assert target(rendered, rng).category == "benign"
+
+
+def test_incident_day_answers_for_the_riskiest_incident_and_names_the_others():
+    for s in range(12):
+        rng = random.Random(f"day/{s}")
+        scenario = cloud_incident_day(rng)
+        answer = target(render(scenario), rng)
+        assert answer.category == scenario.category and risk_rank(answer.risk_level) >= risk_rank(scenario.risk)
+        assert "also in this window" in scenario.what
+        risks = [risk for _, risk in scenario.facts["incidents"]]
+        assert len(risks) >= 2 and scenario.risk == max(risks, key=risk_rank)
+
+
+def test_s3_exfil_is_high_even_when_too_few_objects_for_the_bulk_rule():
+    seen = set()
+    for s in range(30):
+        rng = random.Random(f"s3/{s}")
+        rendered = render(GENERATORS["cloud_s3_exfil"](rng))
+        answer = target(rendered, rng)
+        assert (answer.category, answer.risk_level) == ("data_exfiltration", "high")
+        assert "top user_agent:" in rendered.user  # the sync tool is visible to the model
+        seen.add(bool(rendered.signals))
+    assert seen == {True, False}  # bursts the rule sees (medium floor) and a few huge objects it does not
 
 
 def test_prompt_injection_does_not_change_the_answer():

@@ -112,3 +112,33 @@ def test_incidents_split_by_key_and_disjoint_evidence():
     assert shapes == [("brute_force", "198.51.100.2", ("brute",)), ("brute_force", "203.0.113.7", ("brute", "spray")),
                       ("system_failure", "web01", ("disk",)), ("system_failure", "web01", ("oom",))]
     assert groups[0].floor == "high"
+
+
+def test_answer_raises_the_groups_it_names_of_its_category():
+    """One window, several incidents: the answer raises the ones whose key it names (here two policy groups), not the
+    riskier-sorted first group of its category, and leaves other categories at their floor."""
+    window = window_of([f"event {i}" for i in range(10)])
+
+    def sig(rule, cat, key, lines, level):
+        return Signal(rule_id=rule, title=rule, level=level, category=cat, techniques=[], source="/var/log/auth.log",
+                      line_numbers=lines, key=key)
+
+    signals = [sig("public", "data_exfiltration", "corp-finance", [1], "high"),
+               sig("bulk", "data_exfiltration", "203.0.113.80", [2, 3], "medium"),
+               sig("root-login", "policy_violation", "203.0.113.99", [5], "high"),
+               sig("trail", "policy_violation", "root", [7], "high"),
+               sig("other", "policy_violation", "203.0.113.9", [9], "high")]
+
+    def levels(answer):
+        records = build_records(window, signals, LLMResult(answer), PROV)
+        return {r.detections[0]: (r.risk_level, r.decided_by) for r in records}
+
+    exfil = levels(assessment(category="data_exfiltration", risk_level="high",
+                              anomaly="ci-deployer pulled 40 objects from 203.0.113.80."))
+    assert exfil["bulk"] == ("high", "rules+llm") and exfil["public"] == ("high", "rules")
+    takeover = levels(assessment(category="policy_violation", risk_level="critical",
+                                 anomaly="The root user logged in without MFA from 203.0.113.99 and stopped the trail."))
+    assert takeover["root-login"] == takeover["trail"] == ("critical", "rules+llm")
+    assert takeover["other"] == ("high", "rules")  # 203.0.113.9 is a prefix of the named address, not named
+    unnamed = levels(assessment(category="policy_violation", risk_level="critical", anomaly="Logging was disabled."))
+    assert [k for k, v in unnamed.items() if v[1] == "rules+llm"] == ["root-login"]  # the riskiest, then earliest

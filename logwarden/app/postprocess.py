@@ -4,8 +4,9 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - signals of a window are grouped by (category, key) — e.g. brute force from each source
   address is its own record; each group becomes one record whose risk floor is its highest rule
   level and whose category is the rules' category;
-- a valid model assessment explains the group it matches (same category, else the riskiest
-  group) and may raise its level, never lower it; its techniques are kept only when they are
+- a valid model assessment explains the groups it matches (of its category, those whose key its
+  text names, else the riskiest of its category; no such group: the riskiest group) and may
+  raise their level, never lower it; its techniques are kept only when they are
   in the shipped ATT&CK table;
 - a window no rule fired on becomes a record only when the model calls it non-benign at
   `LLM_ONLY_MIN_RISK` or above (a small model's "medium" on a cron line is noise);
@@ -16,6 +17,7 @@ Knows nothing of files, the engine internals or the store.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -139,8 +141,16 @@ def _overlaps(group: _Group, signal: Signal) -> bool:
         min(signal.line_numbers) <= lines[-1] and max(signal.line_numbers) >= lines[0]
 
 
-def _pick_group(groups: Sequence[_Group], assessment: LLMAssessment) -> _Group:
-    return next((g for g in groups if g.category == assessment.category), groups[0])
+def _explained_groups(groups: Sequence[_Group], assessment: LLMAssessment) -> list[_Group]:
+    """The incidents the answer is about: those of its category whose key (address, account, bucket) its text names —
+    a window can hold several, e.g. a root console login and the root user stopping the trail; none named → the
+    riskiest of its category; no group of its category → the riskiest group."""
+    same = [g for g in groups if g.category == assessment.category]
+    if not same:
+        return [groups[0]]
+    text = f"{assessment.anomaly} {assessment.trace}".lower()
+    named = [g for g in same if g.key and re.search(rf"(?<![\w.]){re.escape(g.key.lower())}(?!\w|\.\w)", text)]
+    return named or same[:1]
 
 
 def _techniques(ids: Sequence[str]) -> list[Technique]:
@@ -241,8 +251,8 @@ def build_records(window: Window, signals: Sequence[Signal], llm: LLMResult | No
         if assessment and assessment.category != "benign" and risk_rank(assessment.risk_level) >= risk_rank(LLM_ONLY_MIN_RISK):
             return [_llm_only_record(window, assessment, prov, llm)]
         return []
-    explained = _pick_group(groups, assessment) if assessment else None
-    return [_group_record(window, g, assessment, prov, llm) if g is explained
+    explained = _explained_groups(groups, assessment) if assessment else []
+    return [_group_record(window, g, assessment, prov, llm) if any(g is e for e in explained)
             else _group_record(window, g, None, prov, _failure_only(llm))
             for g in groups]
 

@@ -30,7 +30,7 @@ from logwarden.schemas.assessment import TEXT_MAX
 from logwarden.train.scenarios import Scenario, draw
 
 PROMPT_TOKEN_BUDGET = 700  # RunOptions.prompt_token_budget's default: train on what production sends
-DATASET_VERSION = "2"
+DATASET_VERSION = "3"
 TokenCounter = Callable[[str], int]
 
 

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from logwarden.schemas import risk_rank
+
 # ---- pools -------------------------------------------------------------------------------------
 
 HOSTS = ("web-02", "bastion", "app-03", "db-primary", "ci-runner-1", "mail01", "vpn-gw", "k8s-node-4",
@@ -105,9 +107,10 @@ def access_line(t: datetime, ip: str, method: str, path: str, status: int, size:
     return f'{ip} - {user} [{stamp}] "{method} {path} HTTP/1.1" {status} {size if size else "-"} "{referrer}" "{ua}"'
 
 
-def apache_error_line(t: datetime, module: str, level: str, ip: str, code: str, msg: str, pid: int) -> str:
+def apache_error_line(t: datetime, module: str, level: str, ip: str | None, code: str, msg: str, pid: int) -> str:
     stamp = t.strftime("%a %b %d %H:%M:%S.") + f"{t.microsecond:06d} {t.year}"
-    return f"[{stamp}] [{module}:{level}] [pid {pid}:tid {pid * 7919 % 10**15}] [client {ip}:{40000 + pid % 20000}] {code}: {msg}"
+    client = f" [client {ip}:{40000 + pid % 20000}]" if ip else ""
+    return f"[{stamp}] [{module}:{level}] [pid {pid}:tid {pid * 7919 % 10**15}]{client} {code}: {msg}"
 
 
 def windows_line(t: datetime, computer: str, event_id: int, channel: str = "Security", **data) -> str:
@@ -117,15 +120,27 @@ def windows_line(t: datetime, computer: str, event_id: int, channel: str = "Secu
     return json.dumps(record, separators=(",", ":"))
 
 
+def _aws_identity(user: str) -> dict:
+    """"root", an IAM user name, or "role/session" for an assumed role (instance profiles, Lambda, Glue)."""
+    account = "412390871234"
+    if user == "root":
+        return {"type": "Root", "arn": f"arn:aws:iam::{account}:root", "accountId": account}
+    if "/" in user:
+        role, session = user.split("/", 1)
+        return {"type": "AssumedRole", "arn": f"arn:aws:sts::{account}:assumed-role/{role}/{session}", "accountId": account,
+                "sessionContext": {"sessionIssuer": {"type": "Role", "arn": f"arn:aws:iam::{account}:role/{role}",
+                                                     "userName": role}}}
+    return {"type": "IAMUser", "arn": f"arn:aws:iam::{account}:user/{user}", "accountId": account, "userName": user}
+
+
 def cloudtrail_line(t: datetime, rng: random.Random, name: str, source: str, user: str, ip: str, *,
-                    region: str, error: str | None = None, params: dict | None = None, ua: str = "aws-cli/2.15.30") -> str:
-    identity = ({"type": "Root", "arn": "arn:aws:iam::412390871234:root", "accountId": "412390871234"} if user == "root"
-                else {"type": "IAMUser", "arn": f"arn:aws:iam::412390871234:user/{user}", "accountId": "412390871234",
-                      "userName": user})
-    record = {"eventVersion": "1.09", "userIdentity": identity, "eventTime": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    region: str, error: str | None = None, params: dict | None = None, ua: str = "aws-cli/2.15.30",
+                    response: dict | None = None, extra: dict | None = None) -> str:
+    """One CloudTrail record; `extra` adds top-level keys (additionalEventData, eventCategory, resources...)."""
+    record = {"eventVersion": "1.09", "userIdentity": _aws_identity(user), "eventTime": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
               "eventSource": source, "eventName": name, "awsRegion": region, "sourceIPAddress": ip, "userAgent": ua,
-              "requestParameters": params, "responseElements": None, "eventID": f"{rng.getrandbits(64):016x}",
-              "eventType": "AwsConsoleSignIn" if name == "ConsoleLogin" else "AwsApiCall"}
+              "requestParameters": params, "responseElements": response, "eventID": f"{rng.getrandbits(64):016x}",
+              "eventType": "AwsConsoleSignIn" if name == "ConsoleLogin" else "AwsApiCall", **(extra or {})}
     if error:
         record |= {"errorCode": error, "errorMessage": error}
     return json.dumps(record, separators=(",", ":"))
@@ -504,6 +519,46 @@ def apache_probe_errors(rng: random.Random) -> Scenario:
     return Scenario("apache_probe_errors", "/var/log/apache2/error.log", lines, "reconnaissance", "low", ["T1595.003"], what, advice)
 
 
+PHP_NOISE = (
+    "PHP Deprecated:  Creation of dynamic property App\\Model\\{cls}::$total is deprecated in /var/www/{app}/src/Model/{cls}.php on line {n}",
+    "PHP Warning:  Undefined array key \"page\" in /var/www/{app}/src/Controller/{cls}Controller.php on line {n}",
+    "PHP Notice:  Trying to access array offset on value of type null in /var/www/{app}/lib/{low}.php on line {n}",
+    "PHP Warning:  file_get_contents(/var/www/{app}/cache/{low}.json): Failed to open stream: No such file or directory in /var/www/{app}/lib/cache.php on line {n}",
+    "PHP Fatal error:  Allowed memory size of 134217728 bytes exhausted (tried to allocate {n}480 bytes) in /var/www/{app}/vendor/league/csv/src/Writer.php on line {n}",
+    "PHP Deprecated:  strftime(): Function strftime() is deprecated in /var/www/{app}/lib/{low}.php on line {n}",
+)
+
+
+def benign_apache_errors(rng: random.Random) -> Scenario:
+    """Everyday Apache error-log noise: PHP notices behind proxy_fcgi, backend timeouts, TLS resets, a crawler's missing
+    favicon, a graceful reload — alarming words (Fatal, denied, timeout) with nothing hostile behind them."""
+    clock, site, app = Clock(rng), rng.choice(SITES), rng.choice(("shop", "portal", "html", "intranet"))
+    cls = rng.choice(("Order", "Cart", "Invoice", "Customer", "Report"))
+    lines = []
+    for _ in range(rng.randint(5, 40)):
+        pid, ip = rng.randint(1000, 40000), rng.choice((private_ip(rng), public_ip(rng)))
+        kind = rng.choices(("php", "timeout", "ssl", "missing", "reload"), (10, 2, 2, 2, 1))[0]
+        if kind == "php":
+            msg = rng.choice(PHP_NOISE).format(app=app, cls=cls, low=cls.lower(), n=rng.randint(8, 400))
+            referer = f", referer: https://{site}{rng.choice(PAGES)}" if rng.random() < 0.6 else ""
+            line = apache_error_line(clock.tick(1, 300), "proxy_fcgi", "error", ip, "AH01071", f"Got error 'PHP message: {msg}'{referer}", pid)
+        elif kind == "timeout":
+            line = apache_error_line(clock.tick(1, 300), "proxy_fcgi", "error", ip, "(70007)The timeout specified has expired",
+                                     "AH01075: Error dispatching request to : (polling)", pid)
+        elif kind == "ssl":
+            line = apache_error_line(clock.tick(1, 300), "ssl", "info", ip, "(104)Connection reset by peer",
+                                     "AH01991: SSL input filter read failed.", pid)
+        elif kind == "missing":
+            path = rng.choice(("favicon.ico", "apple-touch-icon.png", "robots.txt", "img/banner-old.jpg"))
+            line = apache_error_line(clock.tick(1, 300), "core", "info", ip, "AH00128", f"File does not exist: /var/www/{app}/{path}", pid)
+        else:
+            line = apache_error_line(clock.tick(1, 300), "mpm_event", "notice", None, "AH00489",
+                                     "Apache/2.4.58 (Ubuntu) OpenSSL/3.0.13 configured -- resuming normal operations", pid)
+        lines.append(line)
+    what = f"PHP notices/deprecations from the {app} application and ordinary server noise (timeouts, TLS resets, missing icons)"
+    return Scenario("benign_apache_errors", "/var/log/apache2/error.log", lines, "benign", "info", [], what, ["No action needed."])
+
+
 # ---- scenarios: Windows ----------------------------------------------------------------------------
 
 def win_logon_failures(rng: random.Random) -> Scenario:
@@ -585,17 +640,38 @@ def benign_windows(rng: random.Random) -> Scenario:
 
 # ---- scenarios: AWS CloudTrail -------------------------------------------------------------------
 
-def cloud_attack(rng: random.Random) -> Scenario:
-    clock, ip, region = Clock(rng), public_ip(rng), rng.choice(AWS_REGIONS)
+CLOUD_INCIDENTS = ("stoplogging", "public", "adminpolicy", "console", "keys", "root_takeover", "s3_exfil")
+
+
+def cloud_incident(rng: random.Random, clock: Clock, region: str, kind: str) -> Scenario:
+    """One CloudTrail incident of `kind` (CLOUD_INCIDENTS) on the given clock: the building block of the cloud scenarios."""
+    if kind == "s3_exfil":
+        return _s3_exfil(rng, clock, region)
+    ip = public_ip(rng)
     user = rng.choice(("ci-deployer", "alice.admin", "terraform", "data-analyst", "root"))
     bucket = rng.choice(("acme-prod-backups", "customer-exports", "logs-archive-2025", "ml-datasets"))
-    kind = rng.choice(("stoplogging", "public", "adminpolicy", "console", "keys"))
+    trail = rng.choice(("org-trail", "management-events", "security-audit", "default"))
     ct = lambda name, source, **kw: cloudtrail_line(clock.tick(1, 40), rng, name, source, kw.pop("who", user), ip, region=region, **kw)
-    lines = [ct("DescribeInstances", "ec2.amazonaws.com") for _ in range(rng.randint(0, 4))]
+    lines = [ct("DescribeInstances", "ec2.amazonaws.com") for _ in range(rng.randint(0, 4))] if kind != "root_takeover" else []
     if kind == "stoplogging":
-        lines += [ct("StopLogging", "cloudtrail.amazonaws.com", params={"name": "org-trail"}),
-                  ct("DeleteTrail", "cloudtrail.amazonaws.com", params={"name": "org-trail"})]
-        out = ("policy_violation", "high", ["T1562.008"], f"{user} stopped and deleted the CloudTrail trail org-trail from {ip}")
+        lines += [ct("StopLogging", "cloudtrail.amazonaws.com", params={"name": trail}),
+                  ct("DeleteTrail", "cloudtrail.amazonaws.com", params={"name": trail})]
+        # the root user blinding the audit trail is the worst case: nothing it does afterwards is recorded
+        out = ("policy_violation", "critical" if user == "root" else "high", ["T1562.008"],
+               f"{user} stopped and deleted the CloudTrail trail {trail} from {ip}")
+    elif kind == "root_takeover":
+        lines.append(ct("ConsoleLogin", "signin.amazonaws.com", who="root", ua=rng.choice(BROWSERS),
+                        response={"ConsoleLogin": "Success"},
+                        extra={"additionalEventData": {"LoginTo": "https://console.aws.amazon.com/console/home",
+                                                       "MobileVersion": "No", "MFAUsed": "No"}}))
+        key = rng.random() < 0.6
+        if key:
+            lines.append(ct("CreateAccessKey", "iam.amazonaws.com", who="root", ua="AWS Internal"))
+        lines.append(ct(rng.choice(("StopLogging", "DeleteTrail")), "cloudtrail.amazonaws.com", who="root", ua="AWS Internal",
+                        params={"name": trail}))
+        out = ("policy_violation", "critical", ["T1078.004", "T1562.008"],
+               f"the root user signed in to the console without MFA from {ip}" + (", created a root access key" if key else "")
+               + f" and then stopped the CloudTrail trail {trail}")
     elif kind == "public":
         lines.append(ct("PutBucketAcl", "s3.amazonaws.com", params={"bucketName": bucket, "x-amz-acl": ["public-read"]}))
         lines.append(ct("DeletePublicAccessBlock", "s3.amazonaws.com", params={"bucketName": bucket}))
@@ -614,23 +690,138 @@ def cloud_attack(rng: random.Random) -> Scenario:
         lines.append(ct("CreateAccessKey", "iam.amazonaws.com", params={"userName": target}))
         out = ("account_persistence", "medium", ["T1098.001"], f"{user} created an access key for another user, {target}, from {ip}")
     category, risk, techniques, what = out
+    if kind == "root_takeover":
+        user = "root"
     advice = [f"Confirm with the owner of {user} whether this was authorised; if not, revoke its sessions/keys, revert the change and block {ip}",
               f"Revert the change, rotate {user}'s credentials and review all CloudTrail events from {ip} in {region}"]
+    if kind in ("stoplogging", "root_takeover"):
+        advice = [f"Restart logging on {trail} now, then find out who holds {user}'s credentials: rotate them, enforce MFA "
+                  f"and review everything {ip} did while the trail was off",
+                  f"Treat the account as compromised: re-enable {trail}, lock down {user}, block {ip} and pull the other "
+                  f"regions' and services' logs for the gap"]
     return Scenario(f"cloud_{kind}", "cloudtrail.jsonl", lines, category, risk, techniques, what, advice)
+
+
+
+
+def cloud_attack(rng: random.Random) -> Scenario:
+    kind = rng.choice([k for k in CLOUD_INCIDENTS if k != "s3_exfil"])
+    return cloud_incident(rng, Clock(rng), rng.choice(AWS_REGIONS), kind)
+
+
+def cloud_incident_day(rng: random.Random) -> Scenario:
+    """A long CloudTrail stretch with two or three unrelated incidents between routine calls, as a day's trail holds
+    them: the answer is about the riskiest one (the earliest of equals) and names the others."""
+    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
+    lines, incidents = [], []
+    for kind in rng.sample(CLOUD_INCIDENTS, rng.randint(2, 3)):
+        lines += routine_cloud_calls(rng, clock, region, rng.randint(3, 25))
+        incidents.append(incident := cloud_incident(rng, clock, region, kind))
+        lines += incident.lines
+    lines += routine_cloud_calls(rng, clock, region, rng.randint(0, 10))
+    main = max(incidents, key=lambda s: risk_rank(s.risk))
+    what = f"{main.what}; also in this window: " + "; ".join(s.what for s in incidents if s is not main)
+    return Scenario("cloud_incident_day", "cloudtrail.jsonl", lines, main.category, main.risk, main.techniques, what,
+                    main.advice, facts={"incidents": [(s.name, s.risk) for s in incidents]})
+
+
+ROUTINE_CALLS = (("DescribeInstances", "ec2.amazonaws.com"), ("ListBuckets", "s3.amazonaws.com"),
+                 ("GetCallerIdentity", "sts.amazonaws.com"), ("AssumeRole", "sts.amazonaws.com"),
+                 ("DescribeLogGroups", "logs.amazonaws.com"), ("ListFunctions20150331", "lambda.amazonaws.com"))
+
+
+def routine_cloud_calls(rng: random.Random, clock: Clock, region: str, n: int) -> list[str]:
+    """Read-only API calls of automation accounts from inside the network, the odd one denied."""
+    lines = []
+    for _ in range(n):
+        name, source = rng.choice(ROUTINE_CALLS)
+        err = "AccessDenied" if rng.random() < 0.05 else None
+        lines.append(cloudtrail_line(clock.tick(1, 120), rng, name, source, rng.choice(("ci-deployer", "terraform", "monitoring")),
+                                     private_ip(rng), region=region, error=err))
+    return lines
 
 
 def benign_cloud(rng: random.Random) -> Scenario:
     clock, region = Clock(rng), rng.choice(AWS_REGIONS)
-    calls = (("DescribeInstances", "ec2.amazonaws.com"), ("ListBuckets", "s3.amazonaws.com"), ("GetCallerIdentity", "sts.amazonaws.com"),
-             ("AssumeRole", "sts.amazonaws.com"), ("DescribeLogGroups", "logs.amazonaws.com"), ("ListFunctions20150331", "lambda.amazonaws.com"))
+    return Scenario("benign_cloud", "cloudtrail.jsonl", routine_cloud_calls(rng, clock, region, rng.randint(5, 30)), "benign",
+                    "info", [], "routine read-only API calls by automation accounts", ["No action needed."])
+
+
+# S3 data events: which bucket holds what, and how its keys look
+S3_DATA = (("finance-ledger-archive", "finance ledgers", "{y}/q{q}/ledger-{h}.parquet"),
+           ("hr-payroll-exports", "payroll exports", "payroll/{y}-{m:02d}/employees-{h}.csv.gz"),
+           ("customer-db-backups", "customer database backups", "pg/{y}{m:02d}{d:02d}/base-{h}.tar.zst"),
+           ("legal-contracts", "contracts", "signed/{y}/{h}.pdf"),
+           ("ml-training-data", "training data", "shards/{y}/part-{h}.tfrecord"))
+SYNC_TOOLS = ("rclone/v1.66.0", "rclone/v1.65.2", "s3cmd/2.4.0", "Cyberduck/8.8.2.41450 (Mac OS X/14.4) (x86_64)",
+              "aws-cli/2.15.30 Python/3.11.8 Linux/6.5.0-26-generic exe/x86_64.ubuntu.22 prompt/off command/s3.cp",
+              "aws-cli/2.13.4 Python/3.11.4 Windows/10 exe/AMD64 prompt/off command/s3.sync", "WinSCP/6.3.3")
+SDK_AGENTS = ("aws-sdk-java/2.25.11 Linux/5.10.213-201.855.amzn2.x86_64 OpenJDK_64-Bit_Server_VM/17.0.10+7-LTS",
+              "Boto3/1.34.69 md/Botocore#1.34.69 ua/2.0 os/linux#5.10.213 md/arch#x86_64 lang/python#3.11.8 Botocore/1.34.69",
+              "aws-sdk-go-v2/1.26.1 os/linux lang/go#1.22.1 md/GOOS#linux md/GOARCH#amd64 api/s3#1.53.1")
+
+
+def s3_get_object(t: datetime, rng: random.Random, user: str, ip: str, region: str, bucket: str, key: str, size: int,
+                  ua: str) -> str:
+    """A GetObject data event as CloudTrail writes it (bytes out, the object's ARN)."""
+    return cloudtrail_line(t, rng, "GetObject", "s3.amazonaws.com", user, ip, region=region, ua=ua,
+                           params={"bucketName": bucket, "key": key, "Host": f"{bucket}.s3.{region}.amazonaws.com"},
+                           extra={"additionalEventData": {"bytesTransferredIn": 0, "bytesTransferredOut": size},
+                                  "resources": [{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::{bucket}/{key}"}],
+                                  "readOnly": True, "managementEvent": False, "eventCategory": "Data"})
+
+
+def _s3_keys(rng: random.Random, pattern: str, n: int) -> list[str]:
+    return [pattern.format(y=rng.randint(2019, 2025), q=rng.randint(1, 4), m=rng.randint(1, 12), d=rng.randint(1, 28),
+                           h=f"{rng.getrandbits(32):08x}") for _ in range(n)]
+
+
+def cloud_s3_exfil(rng: random.Random) -> Scenario:
+    """An identity's keys used from an outside address to pull a sensitive bucket with a sync tool: many objects in
+    minutes, or a few multi-GB ones (S3 data events), amid the account's routine automation."""
+    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
+    before = routine_cloud_calls(rng, clock, region, rng.randint(0, 6))
+    incident = _s3_exfil(rng, clock, region)
+    incident.lines = before + incident.lines + routine_cloud_calls(rng, clock, region, rng.randint(0, 4))
+    return incident
+
+
+def _s3_exfil(rng: random.Random, clock: Clock, region: str) -> Scenario:
+    ip = public_ip(rng)
+    user = rng.choice(("ci-deployer", "data-analyst", "svc-reporting", "jenkins", "alice.admin",
+                       f"etl-role/i-0{rng.getrandbits(60):015x}"))
+    bucket, contents, pattern = rng.choice(S3_DATA)
+    tool = rng.choice(SYNC_TOOLS)
+    few_big = rng.random() < 0.3
+    n = rng.randint(3, 8) if few_big else rng.randint(20, 120)
+    sizes = [rng.randint(1_000_000_000, 8_000_000_000) if few_big else rng.randint(2_000_000, 300_000_000) for _ in range(n)]
     lines = []
-    for _ in range(rng.randint(5, 30)):
-        name, source = rng.choice(calls)
-        err = "AccessDenied" if rng.random() < 0.05 else None
-        lines.append(cloudtrail_line(clock.tick(1, 120), rng, name, source, rng.choice(("ci-deployer", "terraform", "monitoring")),
-                                     private_ip(rng), region=region, error=err))
-    return Scenario("benign_cloud", "cloudtrail.jsonl", lines, "benign", "info", [],
-                    "routine read-only API calls by automation accounts", ["No action needed."])
+    if rng.random() < 0.5:  # a look around first
+        lines.append(cloudtrail_line(clock.tick(1, 60), rng, "ListBuckets", "s3.amazonaws.com", user, ip, region=region, ua=tool))
+    for key, size in zip(_s3_keys(rng, pattern, n), sizes):
+        lines.append(s3_get_object(clock.tick(0.2, 6 if not few_big else 90), rng, user, ip, region, bucket, key, size, tool))
+    # the byte counts sit deep in each record, past what the digest shows: the answer names only what the model sees
+    what = f"{user} downloaded {n} objects of {contents} from the S3 bucket {bucket} with {tool.split('/')[0]} from the outside address {ip}"
+    advice = [f"Treat {user}'s keys as stolen: deactivate them, block {ip} in the bucket policy and work out which objects of {bucket} were taken",
+              f"Confirm with the owner of {user} whether the download from {ip} was sanctioned; if not, revoke its sessions "
+              f"and start the data-breach process for {bucket}"]
+    return Scenario("cloud_s3_exfil", "cloudtrail.jsonl", lines, "data_exfiltration", "high", ["T1530"], what, advice)
+
+
+def benign_s3_reads(rng: random.Random) -> Scenario:
+    """Workloads reading their own bucket from inside the VPC with an SDK: a few objects per run, below any bulk volume."""
+    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
+    role = rng.choice((f"web-ec2-role/i-0{rng.getrandbits(60):015x}", "thumbnailer-lambda/thumbnailer",
+                       "glue-etl-role/GlueJobRunSession", f"reporting-task/{rng.getrandbits(64):016x}"))
+    bucket, contents, pattern = rng.choice(S3_DATA)
+    ip, agent = private_ip(rng), rng.choice(SDK_AGENTS)
+    keys = _s3_keys(rng, pattern, rng.randint(1, 12))
+    slots = ["get"] * len(keys) + ["routine"] * rng.randint(2, 12)
+    rng.shuffle(slots)
+    lines = [s3_get_object(clock.tick(0.5, 90), rng, role, ip, region, bucket, keys.pop(), rng.randint(20_000, 60_000_000), agent)
+             if slot == "get" else routine_cloud_calls(rng, clock, region, 1)[0] for slot in slots]
+    what = f"the workload role {role.split('/')[0]} read a few objects of {bucket} from inside the network, next to routine API calls"
+    return Scenario("benign_s3_reads", "cloudtrail.jsonl", lines, "benign", "info", [], what, ["No action needed."])
 
 
 # ---- scenarios: auditd -----------------------------------------------------------------------------
@@ -660,29 +851,61 @@ def audit_exec(rng: random.Random) -> Scenario:
     return Scenario(f"audit_{kind}", "/var/log/audit/audit.log", lines, category, risk, techniques, what, advice)
 
 
+class AuditTrail:
+    """Writes one host's auditd records in order: serial numbers, times, and the ENRICHED suffix when the host logs
+    `log_format = ENRICHED` (uid/auid names after a 0x1d separator)."""
+
+    def __init__(self, rng: random.Random, *, enriched: bool):
+        self.rng, self.enriched = rng, enriched
+        self.clock, self.serial = Clock(rng), rng.randint(1000, 90000)
+
+    def pam(self, kind: str, op: str, acct: str | None, exe: str, *, auid: int, ses: int, terminal: str,
+            addr: str = "?", extra: str = "", names: tuple[str, str] = ("root", "unset")) -> str:
+        """A PAM/account record (USER_START, CRED_ACQ, ADD_USER ...); `op`/`acct` None-or-empty for records without."""
+        self.serial += 1
+        account = f'acct="{acct}" ' if acct else ""
+        body = (f"pid={self.rng.randint(1000, 40000)} uid=0 auid={auid} ses={ses} subj=unconfined msg='"
+                f"{f'op={op} ' if op else ''}{extra}{account}exe=\"{exe}\" hostname={addr} addr={addr} "
+                f"terminal={terminal} res=success'")
+        return self._line(self.clock.tick(0.01, 20), kind, body, names)
+
+    def execve(self, argv: list[str], *, uid: int, user: str, auid: int = 4294967295, cwd: str = "/") -> list[str]:
+        """One execve(2) event: SYSCALL, EXECVE, CWD and PROCTITLE records sharing a serial."""
+        self.serial += 1
+        t, pid, exe = self.clock.tick(0.5, 120), self.rng.randint(1000, 60000), argv[0] if argv[0].startswith("/") else f"/usr/bin/{argv[0]}"
+        comm = argv[0].rsplit("/", 1)[-1][:15]
+        names = (user, "unset" if auid == 4294967295 else user)
+        return [self._line(t, "SYSCALL", f"arch=c000003e syscall=59 success=yes exit=0 ppid={pid - self.rng.randint(1, 50)} "
+                           f"pid={pid} auid={auid} uid={uid} gid={uid} euid={uid} suid={uid} fsuid={uid} tty=(none) "
+                           f"ses={4294967295 if auid == 4294967295 else self.rng.randint(1, 900)} comm=\"{comm}\" exe=\"{exe}\" "
+                           f"subj=unconfined key=\"exec\"", names),
+                self._line(t, "EXECVE", f"argc={len(argv)} " + " ".join(f'a{i}="{a}"' for i, a in enumerate(argv)), names),
+                self._line(t, "CWD", f'cwd="{cwd}"', names),
+                self._line(t, "PROCTITLE", "proctitle=" + "\0".join(argv).encode().hex().upper(), names)]
+
+    def _line(self, t: datetime, kind: str, body: str, names: tuple[str, str]) -> str:
+        return audit_line(t, self.serial, kind, body) + (f'\x1dUID="{names[0]}" AUID="{names[1]}"' if self.enriched else "")
+
+
 def audit_backdoor_account(rng: random.Random) -> Scenario:
     """auditd's view of a new account made administrator: ADD_GROUP/ADD_USER, its password set, then
     added to an admin group (RHEL/Ubuntu spellings, raw or ENRICHED format)."""
-    clock, serial, host = Clock(rng), rng.randint(1000, 90000), rng.choice(HOSTS)
     actor, auid = rng.choice(USERS), rng.randint(1000, 1100)
     new = rng.choice(("sysupdate", "support2", "backup1", "systemd-net", "admin2", "svc_cache", "mysqld-helper"))
     group, uid, ses, tty = rng.choice(("sudo", "wheel", "admin")), rng.randint(1001, 1200), rng.randint(2, 400), rng.randint(0, 4)
-    enriched = rng.random() < 0.5
+    trail = AuditTrail(rng, enriched=rng.random() < 0.5)
     old_spelling = rng.random() < 0.3  # older shadow-utils: "op=add-user"/"op=add-user-to-group"
 
-    def record(kind: str, op: str, exe: str, extra: str = "") -> str:
-        nonlocal serial
-        serial += 1
-        body = (f"pid={rng.randint(1000, 40000)} uid=0 auid={auid} ses={ses} subj=unconfined msg='{f'op={op} ' if op else ''}{extra}"
-                f"exe=\"{exe}\" hostname={host} addr=? terminal=pts/{tty} res=success'")
-        return audit_line(clock.tick(0.5, 20), serial, kind, body) + (f'\x1dUID="root" AUID="{actor}"' if enriched else "")
+    def record(kind: str, op: str, exe: str, extra: str) -> str:
+        return trail.pam(kind, op, new, exe, auid=auid, ses=ses, terminal=f"pts/{tty}", extra=extra, names=("root", actor))
 
-    lines = [record("USER_CMD", "", "/usr/bin/sudo", f'cwd="/home/{actor}" cmd=75736572616464 ')] if rng.random() < 0.4 else []
-    lines += [record("ADD_GROUP", "add-group" if old_spelling else "adding group", "/usr/sbin/useradd", f'acct="{new}" id={uid} '),
-              record("ADD_USER", "add-user" if old_spelling else "adding user", "/usr/sbin/useradd", f'acct="{new}" id={uid} '),
-              record("USER_CHAUTHTOK", "PAM:chauthtok", "/usr/bin/passwd", f'grantors=pam_pwquality,pam_unix acct="{new}" '),
+    lines = [trail.pam("USER_CMD", "", None, "/usr/bin/sudo", auid=auid, ses=ses, terminal=f"pts/{tty}",
+                       extra=f'cwd="/home/{actor}" cmd=75736572616464 ', names=("root", actor))] if rng.random() < 0.4 else []
+    lines += [record("ADD_GROUP", "add-group" if old_spelling else "adding group", "/usr/sbin/useradd", f"id={uid} "),
+              record("ADD_USER", "add-user" if old_spelling else "adding user", "/usr/sbin/useradd", f"id={uid} "),
+              record("USER_CHAUTHTOK", "PAM:chauthtok", "/usr/bin/passwd", "grantors=pam_pwquality,pam_unix "),
               record("USER_MGMT", "add-user-to-group" if old_spelling else "adding user to group", "/usr/sbin/usermod",
-                     f'acct="{new}" grp="{group}" ')]
+                     f'grp="{group}" ')]
     what = f"a session of {actor} (auid {auid}) created the account {new} (UID {uid}), set its password and added it to {group}"
     advice = [f"Verify with {actor} whether {new} is authorised; if not, delete it, remove it from {group} and review session {ses}",
               f"Lock {new}, check its authorized_keys and sudoers entries, and investigate what else {actor}'s session {ses} did"]
@@ -690,13 +913,59 @@ def audit_backdoor_account(rng: random.Random) -> Scenario:
                     ["T1136.001", "T1098"], what, advice)
 
 
+ROUTINE_EXECS = (  # (user, uid, cwd, argv) of ordinary work an auditd exec rule records
+    ("www-data", 33, "/var/www/html", ["convert", "/var/www/html/uploads/{f}.jpg", "-resize", "320x320", "/var/www/html/uploads/thumbs/{f}.jpg"]),
+    ("www-data", 33, "/var/www/html", ["/usr/bin/php8.2", "/var/www/html/artisan", "schedule:run"]),
+    ("www-data", 33, "/tmp", ["ffmpeg", "-i", "/var/www/media/{f}.mov", "-vf", "thumbnail", "-frames:v", "1", "/var/www/media/{f}.png"]),
+    ("root", 0, "/", ["/usr/sbin/logrotate", "/etc/logrotate.conf"]),
+    ("root", 0, "/", ["/usr/lib/update-notifier/apt-check", "--human-readable"]),
+    ("root", 0, "/root", ["/usr/bin/find", "/var/lib/php/sessions", "-type", "f", "-cmin", "+24", "-delete"]),
+    ("backup", 1003, "/var/backups", ["pg_dump", "-Fc", "-f", "/var/backups/pg/{f}.dump", "appdb"]),
+    ("backup", 1003, "/home/backup", ["rsync", "--server", "--sender", "-logDtprze.iLsfxCIvu", ".", "/var/backups/pg/"]),
+    ("backup", 1003, "/var/backups", ["tar", "-czf", "/var/backups/etc-{f}.tar.gz", "/etc"]),
+    ("prometheus", 998, "/", ["/usr/bin/node_exporter", "--collector.textfile.directory=/var/lib/node_exporter"]),
+)
+
+
+def benign_audit(rng: random.Random) -> Scenario:
+    """A routine auditd stretch: cron sessions, key-based logins of service accounts from inside the network, and the
+    ordinary programs an exec rule records (thumbnails, log rotation, backups pulled by the backup host)."""
+    trail = AuditTrail(rng, enriched=rng.random() < 0.5)
+    lines, sessions = [], rng.randint(0, 3)
+    for _ in range(rng.randint(3, 12)):
+        what = rng.choices(("cron", "ssh", "exec"), (3, 1 if sessions else 0, 4))[0]
+        ses = rng.randint(2, 900)
+        if what == "cron":
+            for kind, op in (("USER_ACCT", "PAM:accounting"), ("CRED_ACQ", "PAM:setcred"), ("USER_START", "PAM:session_open"),
+                             ("CRED_DISP", "PAM:setcred"), ("USER_END", "PAM:session_close")):
+                lines.append(trail.pam(kind, op, "root", "/usr/sbin/cron", auid=0 if kind != "USER_ACCT" else 4294967295,
+                                       ses=ses, terminal="cron", names=("root", "root")))
+        elif what == "ssh":
+            sessions -= 1
+            user, addr, auid = rng.choice(("backup", "ansible", "deploy", "nagios")), private_ip(rng), rng.randint(1000, 1100)
+            for kind, op in (("USER_AUTH", "pubkey"), ("USER_ACCT", "PAM:accounting"), ("CRED_ACQ", "PAM:setcred"),
+                             ("USER_LOGIN", "login"), ("USER_START", "PAM:session_open"), ("USER_END", "PAM:session_close"),
+                             ("CRED_DISP", "PAM:setcred")):
+                lines.append(trail.pam(kind, op, user, "/usr/sbin/sshd", auid=auid, ses=ses, terminal="ssh", addr=addr,
+                                       names=("root", user)))
+        else:
+            user, uid, cwd, argv = rng.choice(ROUTINE_EXECS)
+            stamp = f"{rng.choice(('img', 'clip', 'daily', 'nightly'))}_{rng.randint(100, 9999)}"
+            lines += trail.execve([a.format(f=stamp) for a in argv], uid=uid, user=user, cwd=cwd,
+                                  auid=4294967295 if uid in (0, 33, 998) else uid)
+    what = "routine audit records: cron sessions, service-account logins from inside the network and ordinary programs run"
+    return Scenario("benign_audit", "/var/log/audit/audit.log", lines, "benign", "info", [], what, ["No action needed."])
+
+
 GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
     f.__name__: f for f in (
         ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, sftp_exfil, benign_sftp,
         kernel_trouble, cron_dropper,
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
-        apache_probe_errors, win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
-        cloud_attack, benign_cloud, audit_exec, audit_backdoor_account)
+        win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
+        apache_probe_errors, benign_apache_errors, cloud_attack, cloud_incident_day, benign_cloud, cloud_s3_exfil,
+        benign_s3_reads,
+        audit_exec, audit_backdoor_account, benign_audit)
 }
 # Benign windows are the majority in real logs and where a naive model over-alerts: weight them up.
 WEIGHTS = {name: (3 if name.startswith("benign") else 1) for name in GENERATORS}

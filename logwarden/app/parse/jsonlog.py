@@ -295,9 +295,13 @@ class CloudTrailParser(_ObjectParser):
         identity = obj.get("userIdentity")
         identity = identity if isinstance(identity, dict) else {}
         _set(fields, userIdentity_type=identity.get("type"), userIdentity_arn=identity.get("arn"),
-             user=cloudtrail_user(identity), src_ip=_text(obj.get("sourceIPAddress")))
-        message = " ".join(str(fields[k]) for k in ("eventSource", "eventName", "user", "errorCode")
-                           if fields.get(k))
+             user=cloudtrail_user(identity), src_ip=_text(obj.get("sourceIPAddress")),
+             user_agent=_text(obj.get("userAgent")))  # the digest's "top user_agent": rclone/aws-cli vs the console
+        params = fields.get("requestParameters")
+        bucket = _text(params.get("bucketName")) if isinstance(params, dict) else None
+        # the bucket names what S3 data events touched: the digest's templates carry it to the model
+        message = " ".join(str(v) for v in (fields.get("eventSource"), fields.get("eventName"), fields.get("user"), bucket,
+                                            fields.get("errorCode")) if v)
         return new_event(line, "cloudtrail", ts=parse_any(obj.get("eventTime")),
                          program=_text(obj.get("eventSource")), message=message, fields=fields)
 
