@@ -100,16 +100,17 @@ def test_incident_day_answers_for_the_riskiest_incident_and_names_the_others():
         assert len(risks) >= 2 and scenario.risk == max(risks, key=risk_rank)
 
 
-def test_s3_exfil_is_high_even_when_too_few_objects_for_the_bulk_rule():
-    seen = set()
-    for s in range(30):
-        rng = random.Random(f"s3/{s}")
-        rendered = render(GENERATORS["cloud_s3_exfil"](rng))
+@pytest.mark.parametrize(("name", "risk"), [("cloud_s3_exfil", "high"), ("cloud_internal_bulk_read", "medium")])
+def test_bulk_s3_reads_are_raised_only_from_outside(name, risk):
+    """Both fire the bulk-download rule (medium); a sync tool from an outside address is raised to high, a workload
+    role's SDK reads from inside stay at the rule's medium."""
+    for s in range(12):
+        rng = random.Random(f"{name}/{s}")
+        rendered = render(GENERATORS[name](rng))
         answer = target(rendered, rng)
-        assert (answer.category, answer.risk_level) == ("data_exfiltration", "high")
-        assert "top user_agent:" in rendered.user  # the sync tool is visible to the model
-        seen.add(bool(rendered.signals))
-    assert seen == {True, False}  # bursts the rule sees (medium floor) and a few huge objects it does not
+        assert (answer.category, answer.risk_level) == ("data_exfiltration", risk)
+        assert {sig.rule_id for sig in rendered.signals} == {"lw-aws-s3-bulk-download"}
+        assert "top user_agent:" in rendered.user  # the tool is visible to the model
 
 
 def test_prompt_injection_does_not_change_the_answer():

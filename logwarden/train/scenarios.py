@@ -777,8 +777,9 @@ def _s3_keys(rng: random.Random, pattern: str, n: int) -> list[str]:
 
 
 def cloud_s3_exfil(rng: random.Random) -> Scenario:
-    """An identity's keys used from an outside address to pull a sensitive bucket with a sync tool: many objects in
-    minutes, or a few multi-GB ones (S3 data events), amid the account's routine automation."""
+    """An identity's keys used from an outside address to pull a sensitive bucket with a sync tool, amid the account's
+    routine automation. Always a burst the bulk-download rule sees: a few objects are what people fetch every day
+    (benign_s3_reads), and what would tell a few stolen ones apart (their size) lies past what the digest shows."""
     clock, region = Clock(rng), rng.choice(AWS_REGIONS)
     before = routine_cloud_calls(rng, clock, region, rng.randint(0, 6))
     incident = _s3_exfil(rng, clock, region)
@@ -791,16 +792,12 @@ def _s3_exfil(rng: random.Random, clock: Clock, region: str) -> Scenario:
     user = rng.choice(("ci-deployer", "data-analyst", "svc-reporting", "jenkins", "alice.admin",
                        f"etl-role/i-0{rng.getrandbits(60):015x}"))
     bucket, contents, pattern = rng.choice(S3_DATA)
-    tool = rng.choice(SYNC_TOOLS)
-    few_big = rng.random() < 0.3
-    n = rng.randint(3, 8) if few_big else rng.randint(20, 120)
-    sizes = [rng.randint(1_000_000_000, 8_000_000_000) if few_big else rng.randint(2_000_000, 300_000_000) for _ in range(n)]
+    tool, n = rng.choice(SYNC_TOOLS), rng.randint(20, 120)
     lines = []
     if rng.random() < 0.5:  # a look around first
         lines.append(cloudtrail_line(clock.tick(1, 60), rng, "ListBuckets", "s3.amazonaws.com", user, ip, region=region, ua=tool))
-    for key, size in zip(_s3_keys(rng, pattern, n), sizes):
-        lines.append(s3_get_object(clock.tick(0.2, 6 if not few_big else 90), rng, user, ip, region, bucket, key, size, tool))
-    # the byte counts sit deep in each record, past what the digest shows: the answer names only what the model sees
+    lines += [s3_get_object(clock.tick(0.2, 6), rng, user, ip, region, bucket, key, rng.randint(2_000_000, 300_000_000), tool)
+              for key in _s3_keys(rng, pattern, n)]
     what = f"{user} downloaded {n} objects of {contents} from the S3 bucket {bucket} with {tool.split('/')[0]} from the outside address {ip}"
     advice = [f"Treat {user}'s keys as stolen: deactivate them, block {ip} in the bucket policy and work out which objects of {bucket} were taken",
               f"Confirm with the owner of {user} whether the download from {ip} was sanctioned; if not, revoke its sessions "
@@ -808,20 +805,51 @@ def _s3_exfil(rng: random.Random, clock: Clock, region: str) -> Scenario:
     return Scenario("cloud_s3_exfil", "cloudtrail.jsonl", lines, "data_exfiltration", "high", ["T1530"], what, advice)
 
 
-def benign_s3_reads(rng: random.Random) -> Scenario:
-    """Workloads reading their own bucket from inside the VPC with an SDK: a few objects per run, below any bulk volume."""
-    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
-    role = rng.choice((f"web-ec2-role/i-0{rng.getrandbits(60):015x}", "thumbnailer-lambda/thumbnailer",
-                       "glue-etl-role/GlueJobRunSession", f"reporting-task/{rng.getrandbits(64):016x}"))
-    bucket, contents, pattern = rng.choice(S3_DATA)
-    ip, agent = private_ip(rng), rng.choice(SDK_AGENTS)
-    keys = _s3_keys(rng, pattern, rng.randint(1, 12))
-    slots = ["get"] * len(keys) + ["routine"] * rng.randint(2, 12)
+WORKLOAD_ROLES = ("web-ec2-role/i-0{h}", "thumbnailer-lambda/thumbnailer", "glue-etl-role/GlueJobRunSession", "reporting-task/{h}")
+
+
+def _reads_between_routine(rng: random.Random, clock: Clock, region: str, reads: list[Callable[[], str]]) -> list[str]:
+    """The reads in order, shuffled among a few routine automation calls."""
+    slots = [True] * len(reads) + [False] * rng.randint(2, 12)
     rng.shuffle(slots)
-    lines = [s3_get_object(clock.tick(0.5, 90), rng, role, ip, region, bucket, keys.pop(), rng.randint(20_000, 60_000_000), agent)
-             if slot == "get" else routine_cloud_calls(rng, clock, region, 1)[0] for slot in slots]
-    what = f"the workload role {role.split('/')[0]} read a few objects of {bucket} from inside the network, next to routine API calls"
-    return Scenario("benign_s3_reads", "cloudtrail.jsonl", lines, "benign", "info", [], what, ["No action needed."])
+    return [reads.pop()() if is_read else routine_cloud_calls(rng, clock, region, 1)[0] for is_read in slots]
+
+
+def benign_s3_reads(rng: random.Random) -> Scenario:
+    """A few S3 objects read the everyday way: a workload reading its own bucket from inside the VPC with an SDK, or a
+    person fetching a handful of files with the CLI from the office's public address."""
+    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
+    bucket, contents, pattern = rng.choice(S3_DATA)
+    if rng.random() < 0.6:
+        who, ip, agent = rng.choice(WORKLOAD_ROLES).format(h=f"{rng.getrandbits(60):015x}"), private_ip(rng), rng.choice(SDK_AGENTS)
+        what = f"the workload role {who.split('/')[0]} read a few objects of {bucket} from inside the network, next to routine API calls"
+    else:
+        who, ip = rng.choice(USERS), public_ip(rng)
+        agent = rng.choice(("aws-cli/2.15.30 Python/3.11.8 Darwin/23.4.0 exe/x86_64 prompt/off command/s3.cp", SDK_AGENTS[1],
+                            "[S3Console/0.4, aws-internal/3 aws-sdk-java/1.12.660]"))
+        what = f"{who} fetched a handful of objects from {bucket} with {agent.split('/')[0].strip('[')}, next to routine API calls"
+    keys = _s3_keys(rng, pattern, rng.randint(1, 10))
+    reads = [lambda key=key: s3_get_object(clock.tick(0.5, 90), rng, who, ip, region, bucket, key, rng.randint(20_000, 60_000_000),
+                                           agent) for key in keys]
+    return Scenario("benign_s3_reads", "cloudtrail.jsonl", _reads_between_routine(rng, clock, region, reads), "benign", "info",
+                    [], what, ["No action needed."])
+
+
+def cloud_internal_bulk_read(rng: random.Random) -> Scenario:
+    """A workload role bulk-reading its bucket from inside the VPC with an SDK: the bulk-download rule fires (medium) and
+    the answer stays there — a batch job until shown otherwise, unlike a sync tool pulling from outside."""
+    clock, region = Clock(rng), rng.choice(AWS_REGIONS)
+    bucket, contents, pattern = rng.choice(S3_DATA)
+    role, ip, agent = rng.choice(WORKLOAD_ROLES).format(h=f"{rng.getrandbits(60):015x}"), private_ip(rng), rng.choice(SDK_AGENTS)
+    n = rng.randint(25, 150)
+    lines = routine_cloud_calls(rng, clock, region, rng.randint(0, 5))
+    lines += [s3_get_object(clock.tick(0.1, 4), rng, role, ip, region, bucket, key, rng.randint(100_000, 200_000_000), agent)
+              for key in _s3_keys(rng, pattern, n)]
+    name = role.split("/")[0]
+    what = f"the workload role {name} read {n} objects of {bucket} from the internal address {ip} with an SDK: a bulk read from inside, most likely a batch job"
+    advice = [f"Confirm that a scheduled job of {name} reads {bucket} at this time; if none does, treat the role's credentials as stolen",
+              f"Check {name}'s job schedule and the host at {ip}; alert only if the volume or timing is new for this role"]
+    return Scenario("cloud_internal_bulk_read", "cloudtrail.jsonl", lines, "data_exfiltration", "medium", ["T1530"], what, advice)
 
 
 # ---- scenarios: auditd -----------------------------------------------------------------------------
@@ -964,7 +992,7 @@ GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
         win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
         apache_probe_errors, benign_apache_errors, cloud_attack, cloud_incident_day, benign_cloud, cloud_s3_exfil,
-        benign_s3_reads,
+        benign_s3_reads, cloud_internal_bulk_read,
         audit_exec, audit_backdoor_account, benign_audit)
 }
 # Benign windows are the majority in real logs and where a naive model over-alerts: weight them up.
