@@ -134,7 +134,8 @@ def test_answer_raises_the_groups_it_names_of_its_category():
         return {r.detections[0]: (r.risk_level, r.decided_by) for r in records}
 
     exfil = levels(assessment(category="data_exfiltration", risk_level="high",
-                              anomaly="ci-deployer pulled 40 objects from 203.0.113.80."))
+                              anomaly="ci-deployer pulled 40 objects from 203.0.113.80.",
+                              trace="lines 1-10; from 203.0.113.80, corp-finance"))  # the trace names no incident
     assert exfil["bulk"] == ("high", "rules+llm") and exfil["public"] == ("high", "rules")
     takeover = levels(assessment(category="policy_violation", risk_level="critical",
                                  anomaly="The root user logged in without MFA from 203.0.113.99 and stopped the trail."))

@@ -5,7 +5,7 @@ Owns the merge policy (the LLM never lowers what the rules know):
   address is its own record; each group becomes one record whose risk floor is its highest rule
   level and whose category is the rules' category;
 - a valid model assessment explains the groups it matches (of its category, those whose key its
-  text names, else the riskiest of its category; no such group: the riskiest group) and may
+  anomaly names, else the riskiest of its category; no such group: the riskiest group) and may
   raise their level, never lower it; its techniques are kept only when they are
   in the shipped ATT&CK table;
 - a window no rule fired on becomes a record only when the model calls it non-benign at
@@ -142,13 +142,14 @@ def _overlaps(group: _Group, signal: Signal) -> bool:
 
 
 def _explained_groups(groups: Sequence[_Group], assessment: LLMAssessment) -> list[_Group]:
-    """The incidents the answer is about: those of its category whose key (address, account, bucket) its text names —
+    """The incidents the answer is about: those of its category whose key (address, account, bucket) its anomaly names —
     a window can hold several, e.g. a root console login and the root user stopping the trail; none named → the
-    riskiest of its category; no group of its category → the riskiest group."""
+    riskiest of its category; no group of its category → the riskiest group. Only the anomaly counts: the trace
+    lists the window's busiest addresses and accounts, whatever the incident."""
     same = [g for g in groups if g.category == assessment.category]
     if not same:
         return [groups[0]]
-    text = f"{assessment.anomaly} {assessment.trace}".lower()
+    text = assessment.anomaly.lower()
     named = [g for g in same if g.key and re.search(rf"(?<![\w.]){re.escape(g.key.lower())}(?!\w|\.\w)", text)]
     return named or same[:1]
 
