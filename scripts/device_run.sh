@@ -16,25 +16,22 @@
 #    run carry=[".mdl/cNN"]  command:
 #      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*92)) conv=notrunc status=none
 #
-# 3. Then two calls carrying the wheels (.mdl/w9: bitsandbytes slimmed to its CUDA 13 library, xgrammar,
-#    pydantic, gguf...) and the data; the first trains and answers with the adapter (~5 min), the second
-#    answers with the base model (~35 s). Session 3's commands:
+# 3. Then one call carrying the wheels (.mdl/w9: bitsandbytes slimmed to its CUDA 13 library, xgrammar,
+#    pydantic, gguf...) and the data: it converts the GGUF, trains, and answers the 522 prompts with the base
+#    model and with the new adapter (441 s in session 4). Session 4's command:
 #    run carry=[".mdl/w9", ".mdl/data"]  timeout_s=600  command:
 set -euo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/w9/*.whl
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
 python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT" --stage all \
-    --configs adapter --epochs 2 --rank 12 --batch 16 --lr 2e-4 --max-len 1024 --max-batch 128 --val-prompts 440 \
+    --configs base,adapter --epochs 3 --rank 12 --batch 16 --lr 2e-4 --max-len 1024 --max-batch 128 --val-prompts 440 \
     > "$OUT/job.log" 2>&1
-#    and then (same carry):
-#      python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out $OUT \
-#          --stage generate --configs base --max-batch 128 --val-prompts 440
 #
 # 4. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,training.json} to
 #    logwarden/adapters/security-v1/ (base_model_name_or_path "embedded"; update MODEL_CARD.md), put both
 #    answers_*.jsonl in one folder and score rules-only, base and adapter in one run:
 #    PYTHONPATH=. python scripts/device_score.py --results <folder> --val-limit 440
 #
-# Evaluation only (the shipped adapter, no training): the 11 slice calls, then step 3's second command
-# with --configs base,adapter --adapter logwarden/adapters/security-v1.
+# Evaluation only (the shipped adapter, no training): the 11 slice calls, then step 3's command with
+# --stage generate --configs base,adapter --adapter logwarden/adapters/security-v1 (no --epochs ...).

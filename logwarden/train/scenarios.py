@@ -702,9 +702,8 @@ def cloud_incident(rng: random.Random, clock: Clock, region: str, kind: str) -> 
     return Scenario(f"cloud_{kind}", "cloudtrail.jsonl", lines, category, risk, techniques, what, advice)
 
 
-
-
 def cloud_attack(rng: random.Random) -> Scenario:
+    """One CloudTrail incident (not S3 exfiltration, which has its own generator) with a little reconnaissance before."""
     kind = rng.choice([k for k in CLOUD_INCIDENTS if k != "s3_exfil"])
     return cloud_incident(rng, Clock(rng), rng.choice(AWS_REGIONS), kind)
 
