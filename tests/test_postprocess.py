@@ -135,7 +135,7 @@ def test_answer_raises_the_groups_it_names_of_its_category():
 
     exfil = levels(assessment(category="data_exfiltration", risk_level="high",
                               anomaly="ci-deployer pulled 40 objects from 203.0.113.80.",
-                              trace="lines 1-10; from 203.0.113.80, corp-finance"))  # the trace names no incident
+                              trace="lines 1-10; from 203.0.113.80, corp-finance"))  # names in the trace do not count
     assert exfil["bulk"] == ("high", "rules+llm") and exfil["public"] == ("high", "rules")
     takeover = levels(assessment(category="policy_violation", risk_level="critical",
                                  anomaly="The root user logged in without MFA from 203.0.113.99 and stopped the trail."))

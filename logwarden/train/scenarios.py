@@ -807,13 +807,6 @@ def _s3_exfil(rng: random.Random, clock: Clock, region: str) -> Scenario:
 WORKLOAD_ROLES = ("web-ec2-role/i-0{h}", "thumbnailer-lambda/thumbnailer", "glue-etl-role/GlueJobRunSession", "reporting-task/{h}")
 
 
-def _reads_between_routine(rng: random.Random, clock: Clock, region: str, reads: list[Callable[[], str]]) -> list[str]:
-    """The reads in order, shuffled among a few routine automation calls."""
-    slots = [True] * len(reads) + [False] * rng.randint(2, 12)
-    rng.shuffle(slots)
-    return [reads.pop()() if is_read else routine_cloud_calls(rng, clock, region, 1)[0] for is_read in slots]
-
-
 def benign_s3_reads(rng: random.Random) -> Scenario:
     """A few S3 objects read the everyday way: a workload reading its own bucket from inside the VPC with an SDK, or a
     person fetching a handful of files with the CLI from the office's public address."""
@@ -828,10 +821,11 @@ def benign_s3_reads(rng: random.Random) -> Scenario:
                             "[S3Console/0.4, aws-internal/3 aws-sdk-java/1.12.660]"))
         what = f"{who} fetched a handful of objects from {bucket} with {agent.split('/')[0].strip('[')}, next to routine API calls"
     keys = _s3_keys(rng, pattern, rng.randint(1, 10))
-    reads = [lambda key=key: s3_get_object(clock.tick(0.5, 90), rng, who, ip, region, bucket, key, rng.randint(20_000, 60_000_000),
-                                           agent) for key in keys]
-    return Scenario("benign_s3_reads", "cloudtrail.jsonl", _reads_between_routine(rng, clock, region, reads), "benign", "info",
-                    [], what, ["No action needed."])
+    is_read = [True] * len(keys) + [False] * rng.randint(2, 12)  # the reads shuffled among routine automation calls
+    rng.shuffle(is_read)
+    lines = [s3_get_object(clock.tick(0.5, 90), rng, who, ip, region, bucket, keys.pop(), rng.randint(20_000, 60_000_000), agent)
+             if read else routine_cloud_calls(rng, clock, region, 1)[0] for read in is_read]
+    return Scenario("benign_s3_reads", "cloudtrail.jsonl", lines, "benign", "info", [], what, ["No action needed."])
 
 
 def cloud_internal_bulk_read(rng: random.Random) -> Scenario:
@@ -887,8 +881,9 @@ class AuditTrail:
         self.clock, self.serial = Clock(rng), rng.randint(1000, 90000)
 
     def pam(self, kind: str, op: str, acct: str | None, exe: str, *, auid: int, ses: int, terminal: str,
-            addr: str = "?", extra: str = "", names: tuple[str, str] = ("root", "unset")) -> str:
-        """A PAM/account record (USER_START, CRED_ACQ, ADD_USER ...); `op`/`acct` None-or-empty for records without."""
+            names: tuple[str, str], addr: str = "?", extra: str = "") -> str:
+        """A PAM/account record (USER_START, CRED_ACQ, ADD_USER ...); `op`/`acct` empty for records without one;
+        `names` are the ENRICHED uid/auid names."""
         self.serial += 1
         account = f'acct="{acct}" ' if acct else ""
         body = (f"pid={self.rng.randint(1000, 40000)} uid=0 auid={auid} ses={ses} subj=unconfined msg='"
