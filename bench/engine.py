@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from logwarden.engine.api import Request  # noqa: E402
+from logwarden.app.config import get_settings  # noqa: E402
 from logwarden.engine.load import load_engine  # noqa: E402
 from logwarden.schemas import LLMAssessment, assessment_json_schema  # noqa: E402
 
@@ -206,7 +207,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "logwarden-bench-engine.json")
     args = parser.parse_args()
 
-    engine = load_engine(threads=args.threads, max_batch=args.max_batch)
+    engine = load_engine(threads=args.threads, max_batch=args.max_batch, cache_dir=get_settings().model_cache)
     system, users = prompts()
     requests = [Request(system, users[i % len(users)]) for i in range(args.requests)]
     if args.experiment:

@@ -66,10 +66,12 @@ def run_pipeline(arm: str, engine: Engine, paths: list[Path], options: RunOption
 
 
 def run_local(paths: list[Path], options: RunOptions, threads: int) -> ArmResult:
+    from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
     began = time.perf_counter()
-    engine = load_engine(model="embedded", adapter="none", threads=threads, max_batch=options.max_batch)  # the GGUF the server serves
+    engine = load_engine(model="embedded", adapter="none", threads=threads, max_batch=options.max_batch,
+                         cache_dir=get_settings().model_cache)  # the GGUF the server serves
     load_s = time.perf_counter() - began
     result = run_pipeline("local", engine, paths, options)
     result.extra = {"load_s": round(load_s, 2), "engine": engine.describe()}

@@ -94,9 +94,10 @@ def main() -> int:
     args = parser.parse_args()
     measure("rules-only", source_lines(args.lines))
     if args.model:
+        from logwarden.app.config import get_settings
         from logwarden.engine.load import load_engine
 
-        engine = load_engine(model="embedded", threads=args.threads)
+        engine = load_engine(model="embedded", threads=args.threads, cache_dir=get_settings().model_cache)
         measure("embedded model (suspicious policy)", source_lines(args.model_lines), engine)
     return 0
 

@@ -4,6 +4,7 @@
 windows, fp32 on CPU through the real LocalEngine and JSON grammar (~8 min per config on 2 cores).
 """
 import json, time, sys
+from logwarden.app.config import get_settings
 from logwarden.engine.load import load_engine
 from logwarden.engine.api import Request
 from logwarden.schemas import assessment_json_schema
@@ -12,7 +13,8 @@ val=[json.loads(l) for l in open(".mdl/ds/val.jsonl")]
 picks = [sample[i] for i in (0, 20, 40, 60)] + [{"system": v["system"], "user": v["user"], "truth": v["assistant"]} for v in val[:4]]
 out = {}
 for name, ad in (("adapter", None), ("base", "none")):
-    e = load_engine(model="embedded", adapter=ad, quant="fp32", threads=2, max_batch=8)
+    e = load_engine(model="embedded", adapter=ad, quant="fp32", threads=2, max_batch=8,
+                    cache_dir=get_settings().model_cache)
     t = time.time()
     g = e.generate([Request(p["system"], p["user"]) for p in picks], schema=assessment_json_schema(), max_new_tokens=320)
     out[name] = [{"text": x.text, "finished": x.finished} for x in g]

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from _engine_helpers import ANALYST_SYSTEM, SQLI_USER, SSHD_USER, build_tiny_qwen, qwen_tokenizer  # noqa: F401
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.engine.api import Request
 from logwarden.engine.cuda_graphs import GraphDecoder, decode_mask
 from logwarden.engine.local import LocalEngine

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from logwarden.app.detect import Detector, load_rules, url_decode
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.app.models import Event, Signal
 
 T0 = datetime(2024, 3, 10, 6, 55, 46)

@@ -11,7 +11,7 @@ import xgrammar as xgr
 from pydantic import BaseModel, ConfigDict, Field
 
 from _engine_helpers import build_tiny_qwen, ANALYST_SYSTEM, SQLI_USER, SSHD_USER, qwen_tokenizer, tiny_engine, tiny_model  # noqa: F401
-from logwarden.app.errors import ModelError
+from logwarden.errors import ModelError
 from logwarden.engine import prefix_cache as prefix_module
 from logwarden.engine.api import Request, Sampling
 from logwarden.engine.constrained import _control_free_mask, token_bound

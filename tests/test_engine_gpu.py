@@ -77,7 +77,7 @@ def test_batch_mask_on_a_subset_of_rows_uses_those_rows_matchers(qwen_tokenizer)
 
 
 def test_a_token_outside_the_grammar_is_reported(qwen_tokenizer):
-    from logwarden.app.errors import ModelError
+    from logwarden.errors import ModelError
 
     batch = GrammarCache(qwen_tokenizer, 151_936, [151_645]).constraint(assessment_json_schema(), 2)
     with pytest.raises(ModelError, match="outside the grammar"):

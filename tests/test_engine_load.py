@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from _engine_helpers import SAMPLE_REQUESTS, build_tiny_qwen, qwen_tokenizer  # noqa: F401
-from logwarden.app.errors import ConfigError, ModelError
+from logwarden.errors import ConfigError, ModelError
 from logwarden.engine import embedded, load
 from logwarden.engine.embedded import PACKS, EmbeddedPack
 from logwarden.engine.local import LocalEngine
+from logwarden.app.config import get_settings
 
 
 def _slice_copies(tmp_path: Path, pack: EmbeddedPack, corrupt: str) -> Path:
@@ -66,10 +67,16 @@ def test_optional_embedded_1_5b_explains_the_extra(tmp_path):
 
 
 def test_embedded_resolves_to_the_verified_cache():
-    source = load.resolve_model("embedded")
+    source = load.resolve_model("embedded", cache_dir=get_settings().model_cache)
     assert source.kind == "embedded" and source.sha256 == PACKS["embedded"].sha256
     assert (source.path / "model.safetensors").is_file() and (source.path / "tokenizer.json").is_file()
     assert (source.path / embedded.MARKER).is_file()
+
+
+def test_embedded_needs_the_callers_cache_folder():
+    """The engine reads no settings: the model cache comes in as an argument."""
+    with pytest.raises(ConfigError, match="cache_dir"):
+        load.resolve_model("embedded")
 
 
 def test_interrupted_conversion_leaves_no_cache(tmp_path, monkeypatch):

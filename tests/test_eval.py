@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from logwarden.app.commands.eval import eval_command
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.evaluate import LabelledUnit, ScoredRecord, load_labels, score, score_unit
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.export import FORMATS, export_records
 from logwarden.schemas import CATEGORIES, Evidence, ExemplarLine, Indicators, RiskRecord, Technique
 from tests._store_helpers import make_record

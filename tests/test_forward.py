@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.app.export import ForwardError, export_records, forward_splunk_hec, forward_syslog
 from logwarden.app.export.syslog import format_5424, parse_syslog_url
 from logwarden.schemas import Indicators

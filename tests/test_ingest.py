@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.ingest import iter_files, read_complete_lines, read_lines, read_stream
 from logwarden.app.models import ErrorRow, LogLine
 from tests._ingest_helpers import SSHD, write

@@ -14,7 +14,7 @@ from email.utils import formatdate
 import pytest
 
 from _server_helpers import Reply, StubServer, free_port
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.engine.api import Request, Sampling
 from logwarden.engine.openai_backend import OpenAIEngine
 from logwarden.engine.openai_resilience import CircuitBreaker, EndpointPool, backoff_delay, parse_retry_after

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.parse import FORMATS, detect_format, parse_file_json, parse_lines, parse_stream
 from tests._ingest_helpers import (
     ACCESS,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from _log_fixtures import write_logs
-from logwarden.app.errors import ModelError
+from logwarden.errors import ModelError
 from logwarden.app.pipeline import BREAKER_FAILURES, Pipeline, RunOptions
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.engine.api import Generation, GenStats

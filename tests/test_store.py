@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import inspect
 
-from logwarden.app.errors import InputError, StoreError
+from logwarden.errors import InputError, StoreError
 from logwarden.app.models import ErrorRow
 from logwarden.app.store import LATEST_VERSION, RecordFilter, WindowRow, open_store
 from logwarden.app.store import aggregates, writes

@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.schemas import Technique
 
 _ID = re.compile(r"^T\d{4}(?:\.\d{3})?$")

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.engine.api import Engine
 
 BACKENDS = ("local", "openai")
@@ -33,10 +33,12 @@ class EngineOptions:
 
 def open_engine(options: EngineOptions) -> Engine:
     if options.backend == "local":
+        from logwarden.app.config import get_settings
         from logwarden.engine.load import load_engine
 
         return load_engine(model=options.model, adapter=options.adapter, quant=options.quant,
-                           threads=options.threads, max_batch=options.max_batch)
+                           threads=options.threads, max_batch=options.max_batch,
+                           cache_dir=get_settings().model_cache)
     if options.backend == "openai":
         return _open_openai(options)
     raise ConfigError(f"unknown backend {options.backend!r}; choose one of {', '.join(BACKENDS)}")

@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from logwarden.app.backends import BACKENDS, EngineOptions
 from logwarden.app.config import get_settings
-from logwarden.app.errors import LogwardenError
+from logwarden.errors import LogwardenError
 
 err_console = Console(stderr=True)
 out_console = Console(markup=False)  # tables on stdout never interpret log text as markup

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.schemas import Category, RiskLevel, risk_rank
 from logwarden.schemas.record import RiskRecord
 

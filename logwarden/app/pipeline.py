@@ -21,7 +21,7 @@ from pathlib import Path
 
 from logwarden.app.detect import Detector, shipped_rules
 from logwarden.app.digest import build_digest
-from logwarden.app.errors import LogwardenError
+from logwarden.errors import LogwardenError
 from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import ErrorRow, Event, LogLine, Signal

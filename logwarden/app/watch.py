@@ -22,7 +22,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.ingest import TailRead, iter_files
 from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.pipeline import Pipeline

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import xgrammar as xgr
 
-from logwarden.app.errors import ModelError
+from logwarden.errors import ModelError
 
 # Characters of JSON around a value that a bound must also cover: quotes, commas, keys' colons.
 _STRUCTURE_SLACK = 8

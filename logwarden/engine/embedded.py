@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from logwarden.app.errors import ModelError
+from logwarden.errors import ModelError
 
 CHUNK = 8 * 1024 * 1024
 MARKER = "logwarden_source.json"

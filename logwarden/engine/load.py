@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from logwarden.adapters import resolve_adapter
-from logwarden.app.errors import ConfigError, ModelError
+from logwarden.errors import ConfigError, ModelError
 from logwarden.engine.embedded import PACKS, ensure_converted
 from logwarden.engine.attention import use_gqa_decode
 from logwarden.engine.local import EngineInfo, LocalEngine
@@ -52,10 +52,11 @@ def resolve_model(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
 
 
 def _embedded_source(spec: str, cache_dir: Path | None) -> ModelSource:
-    from logwarden.app.config import get_settings
-
+    if cache_dir is None:  # the caller owns the settings (LOGWARDEN_HOME); the engine reads none
+        raise ConfigError(f"--model {spec} is assembled into a model cache folder; pass cache_dir "
+                          f"(the CLI uses LOGWARDEN_HOME/models).")
     pack = PACKS[spec]
-    folder = ensure_converted(pack, cache_dir or get_settings().model_cache)
+    folder = ensure_converted(pack, cache_dir)
     return ModelSource(spec=spec, kind="embedded", path=folder, sha256=pack.sha256)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from logwarden.app.errors import ConfigError, ModelError
+from logwarden.errors import ConfigError, ModelError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.constrained import BatchConstraint, GrammarCache
 from logwarden.engine.cuda_graphs import GraphDecoder

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import httpx
 from httpx_sse import aconnect_sse
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.openai_resilience import (
     Endpoint,

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from logwarden.app.errors import ModelError
+from logwarden.errors import ModelError
 
 _SENTINEL = "\u2063LOGWARDEN_USER\u2063"  # invisible separator: never in a real system prompt
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.app.mine import Window
 from logwarden.app.models import LogLine, Signal
 from logwarden.app.triage import prepare_lines

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 
 BENIGN = json.dumps({"anomaly": "recording", "trace": "recording", "recommendation": "recording",

@@ -56,9 +56,10 @@ def _open(spec: str, model_name: str | None) -> Engine:
         from logwarden.engine.openai_backend import OpenAIEngine
 
         return OpenAIEngine([spec], model=model_name or "default")
+    from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
-    return load_engine(model=spec, adapter="none")
+    return load_engine(model=spec, adapter="none", cache_dir=get_settings().model_cache)
 
 
 __all__ = ["agrees_with_floor", "relabel", "teacher_relabeller"]

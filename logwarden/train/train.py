@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from logwarden.app.errors import ConfigError, InputError
+from logwarden.errors import ConfigError, InputError
 from logwarden.engine.prefix_cache import render
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -132,10 +132,11 @@ def lora_model(model: Any, cfg: TrainConfig, *, quantized: bool) -> Any:
 
 def load_base(cfg: TrainConfig) -> tuple[Any, Any, dict]:
     """Base weights + tokenizer through the engine's own resolution (embedded, folder, .gguf, hub id)."""
+    from logwarden.app.config import get_settings
     from logwarden.engine.load import load_model, load_tokenizer, resolve_device, resolve_model, resolve_quant
 
     device = resolve_device(cfg.device)
-    source = resolve_model(cfg.base)
+    source = resolve_model(cfg.base, cache_dir=get_settings().model_cache)
     quant = resolve_quant(cfg.quant, device)
     model = load_model(source, quant=quant, device=device, attention="sdpa")
     info = {"base": cfg.base, "base_path": str(source.path), "base_sha256": source.sha256 or _marker_sha(source.path),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from logwarden.app.errors import LogwardenError
+from logwarden.errors import LogwardenError
 from logwarden.ui import auth, data, scope
 
 PAGES = (  # (file under views/, relative to this script; title; icon; url path)

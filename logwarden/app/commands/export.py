@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import click
 
 from logwarden.app.cli_common import db_option, err_console, handle_errors, open_store_from
-from logwarden.app.errors import ConfigError, InputError
+from logwarden.errors import ConfigError, InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS
 
 FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")

@@ -16,7 +16,7 @@ from logwarden.app.cli_common import (
     open_store_from,
     print_json,
 )
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 
 
 @click.command()

@@ -19,7 +19,7 @@ import click
 
 from logwarden.app.cli_common import db_option, err_console, handle_errors, open_store_from
 from logwarden.app.config import get_settings
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 
 APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
 

@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from logwarden.app.detect.view import EventView
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.schemas import CATEGORIES
 
 SIGMA_LEVELS = {"informational": "info", "info": "info", "low": "low", "medium": "medium",

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.export.cef import to_cef
 from logwarden.app.export.ecs import to_ecs
 from logwarden.app.export.errors import ForwardError

@@ -6,7 +6,7 @@ like every other expected failure; bad URLs and rejected tokens raise `ConfigErr
 
 from __future__ import annotations
 
-from logwarden.app.errors import LogwardenError
+from logwarden.errors import LogwardenError
 
 
 class ForwardError(LogwardenError):

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.app.export.errors import ForwardError
 
 HEC_PATH = "/services/collector/event"

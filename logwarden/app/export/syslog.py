@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
-from logwarden.app.errors import ConfigError
+from logwarden.errors import ConfigError
 from logwarden.app.export.errors import ForwardError
 
 FACILITIES = {"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10, "security": 13,

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.models import ErrorRow
 
 # auth.log.2.gz → ("auth.log", 2); auth.log → ("auth.log", 0)

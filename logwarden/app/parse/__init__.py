@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.auditd import AuditdParser
 from logwarden.app.parse.base import Parser, new_event

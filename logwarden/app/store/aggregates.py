@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, func, select, true
 
-from logwarden.app.errors import InputError
+from logwarden.errors import InputError
 from logwarden.app.store.filters import where
 from logwarden.app.store.tables import Record, Run, Source, WindowResult
 from logwarden.app.store.types import RecordFilter

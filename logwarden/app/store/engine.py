@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from logwarden.app.errors import StoreError
+from logwarden.errors import StoreError
 
 BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "logwarden_write"

@@ -19,7 +19,7 @@ from sqlalchemy import (
     inspect, insert, select,
 )
 
-from logwarden.app.errors import StoreError
+from logwarden.errors import StoreError
 
 Step = Callable[[Connection], None]
 

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.exc import OperationalError
 
-from logwarden.app.errors import InputError, StoreError
+from logwarden.errors import InputError, StoreError
 from logwarden.app.models import ErrorRow
 from logwarden.app.store import aggregates
 from logwarden.app.store.convert import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from logwarden.app.config import Settings
-from logwarden.app.errors import LogwardenError
+from logwarden.errors import LogwardenError
 from logwarden.app.triage import Triage, prepare
 from logwarden.schemas import RiskRecord
 from logwarden.ui import data
