@@ -13,8 +13,12 @@ from typing import Any, Protocol
 
 @dataclass(frozen=True, slots=True)
 class Request:
+    """`schema`, when set, is this request's own JSON schema (e.g. one that admits only the
+    evidence ids of its window); it overrides the `schema` given to `generate`/`stream`."""
+
     system: str
     user: str
+    schema: dict | None = field(default=None, hash=False)  # dicts do not hash; equality still counts it
 
 
 @dataclass(frozen=True, slots=True)

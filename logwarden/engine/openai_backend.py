@@ -252,6 +252,7 @@ class OpenAIEngine:
 
     async def _send(self, endpoint: Endpoint, request: Request, schema: dict | None,
                     max_new_tokens: int, sampling: Sampling, on_piece: PieceSink | None) -> _Outcome:
+        schema = request.schema or schema
         mode = self._mode_for(endpoint, schema)
         body = chat_body(request, model=self.model_name, schema=schema, mode=mode,
                          max_new_tokens=max_new_tokens, sampling=sampling)
