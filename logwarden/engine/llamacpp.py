@@ -56,7 +56,7 @@ class LlamaCppConfig:
     lora: Path | None = None
     threads: int | None = None  # None = llama.cpp's default (the physical cores)
     slots: int = 4  # parallel sequences; each keeps its own copy of the prefix KV
-    ctx_per_slot: int = 2048  # prompt + answer tokens one sequence may hold
+    ctx_per_slot: int = 4096  # prompt + answer tokens one sequence may hold (digests reach ~2k tokens)
     flash_attn: bool = True
     prompt_cache_mib: int = 256  # RAM for saved slot states (a prefix another slot had)
 
@@ -235,7 +235,15 @@ class LlamaCppEngine:
             model=self.model_name)
         # "stop" = end of turn, which the grammar admits only once the document is complete
         finished = outcome.error is None and outcome.finish == "stop"
-        return Generation(text="".join(outcome.pieces), stats=stats, finished=finished, error=outcome.error)
+        return Generation(text="".join(outcome.pieces), stats=stats, finished=finished,
+                          error=outcome.error or self._context_full(stats))
+
+    def _context_full(self, stats: GenStats) -> str | None:
+        """An answer cut by the slot's context, not by the token budget, says so."""
+        if stats.prompt_tokens + stats.new_tokens < self.config.ctx_per_slot:
+            return None
+        return (f"prompt ({stats.prompt_tokens} tokens) + answer filled the slot's context of "
+                f"{self.config.ctx_per_slot} tokens; shorten the prompt or raise ctx_per_slot")
 
 
 def sampling_fields(sampling: Sampling) -> dict[str, Any]:

@@ -273,7 +273,7 @@ def resolve_gguf(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
 
 
 def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, threads: int | None = None,
-                  slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 2048, cache_dir: Path | None = None) -> LlamaCppEngine:
+                  slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 4096, cache_dir: Path | None = None) -> LlamaCppEngine:
     from logwarden.engine.gguf_meta import read_metadata
     from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
 
