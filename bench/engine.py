@@ -121,9 +121,9 @@ def phase_peer(args: argparse.Namespace, rows: list[dict]) -> dict:
     source = resolve_gguf("embedded", cache_dir=get_settings().model_cache)
     speeds = []
     with LlamaServer(source.path / source.gguf_file, parallel=1, threads=args.threads or 2) as server:
-        for row in rows[:3]:
+        for row in rows[:2]:
             body = {"messages": [{"role": "system", "content": row["system"]}, {"role": "user", "content": row["user"]}],
-                    "max_tokens": args.max_new_tokens, "temperature": 0, "ignore_eos": True}
+                    "max_tokens": min(args.max_new_tokens, 160), "temperature": 0, "ignore_eos": True}
             reply = httpx.post(f"{server.url}/chat/completions", json=body, timeout=600).json()
             speeds.append(reply["timings"]["predicted_per_second"])
     return {"decode_tps": statistics.mean(speeds), "runs": speeds}
@@ -286,6 +286,7 @@ def main() -> None:
     rows = record_prompts(args.requests, token_counter(read_metadata(source.path / source.gguf_file)).count)
     prompts_file = args.json.with_suffix(".prompts.jsonl")
     prompts_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{len(rows)} prompts recorded; {_uptime()}", flush=True)
     results, load = {}, []
     for name in ("peer", "llamacpp", "llamacpp-base", "transformers", "peer-after"):
         load.append(os.getloadavg()[0])

@@ -169,3 +169,38 @@ def _write_misfit_adapter(folder) -> None:
                "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight": np.zeros((1536, 4), np.float32)}
     _write_safetensors(folder / "adapter_model.safetensors", tensors, "F32")
     (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4, "lora_alpha": 8}))
+
+
+def _sample_logs_prompts(n: int, count_tokens) -> list[Request]:
+    """The pipeline's own prompts for sample_logs' labelled files (recorded, no model), the n shortest."""
+    from pathlib import Path
+
+    from logwarden.app.evaluate import labelled_files, load_labels, run_eval
+    from logwarden.train.replay import RecordingEngine
+
+    labels = Path(__file__).resolve().parent.parent / "sample_logs" / "labels.jsonl"
+    units = load_labels(labels)
+    recorder = RecordingEngine(count_tokens)
+    run_eval(units, labels.parent, labelled_files(units, labels.parent), engine=recorder, llm_policy="suspicious")
+    requests = sorted(recorder.requests.values(), key=lambda r: count_tokens(r.user))
+    return requests[:: max(1, len(requests) // n)][:n]
+
+
+def test_converted_adapter_agrees_with_transformers_and_peft(engine):
+    """Same verdicts (category, risk level), greedy, schema on: llama.cpp Q4_K_M kernels + the GGUF LoRA
+    vs transformers on the same weights dequantized to fp32 + the peft adapter."""
+    import json
+
+    requests = _sample_logs_prompts(3, engine.count_tokens)
+    schema = assessment_json_schema()
+    ours = engine.generate(requests, schema=schema, max_new_tokens=320)
+    reference = load_engine(engine="transformers", model="embedded", threads=1, max_batch=3,
+                            cache_dir=get_settings().model_cache)
+    theirs = reference.generate(requests, schema=schema, max_new_tokens=320)
+
+    def verdict(g):
+        answer = json.loads(g.text)
+        return answer["category"], answer["risk_level"]
+
+    assert all(g.finished for g in ours + theirs)
+    assert [verdict(g) for g in ours] == [verdict(g) for g in theirs]

@@ -37,6 +37,7 @@ from typing import Any
 # sleeping ones did not (docs/ENGINE.md). A caller's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+import llguidance  # noqa: E402
 import xllamacpp  # noqa: E402
 
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
@@ -172,14 +173,20 @@ class LlamaCppEngine:
         return body
 
     def _grammar(self, schema: dict) -> str:
-        """llama.cpp's JSON-schema → grammar conversion, cached per schema."""
+        """llama.cpp's JSON-schema → grammar conversion, compiled once here, cached per schema.
+        llama.cpp itself only logs a grammar llguidance cannot compile and then samples without
+        it: compiling first (same llguidance) is what keeps the schema guarantee."""
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             try:
-                self._grammars[key] = xllamacpp.json_schema_to_grammar({**schema, "x-guidance": COMPACT_JSON})
+                grammar = xllamacpp.json_schema_to_grammar({**schema, "x-guidance": COMPACT_JSON})
             except (ValueError, TypeError) as exc:
                 raise ModelError(f"llama.cpp cannot turn the JSON schema into a grammar ({exc}); fix the "
                                  f"schema.") from exc
+            if problem := llguidance.LLMatcher.validate_grammar(grammar):
+                raise ModelError(f"The JSON schema does not compile to a grammar: {problem.splitlines()[0]}; "
+                                 f"fix the schema.")
+            self._grammars[key] = grammar
         return self._grammars[key]
 
     def _run(self, body: dict, on_piece: Callable[[str], None] | None = None,

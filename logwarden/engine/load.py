@@ -304,6 +304,7 @@ def load_transformers(*, model: str = "embedded", adapter: str | None = None, qu
     4-D mask does not suit), dynamic cache and eager steps on CPU (docs/ENGINE.md).
     `merge_adapter` None = merge the adapter into unquantized weights (the LoRA matmuls then cost
     nothing per token) and keep it separate on 4/8-bit bases, where merging is impossible."""
+    require_transformers()
     from logwarden.engine.attention import use_gqa_decode
     from logwarden.engine.local import EngineInfo, LocalEngine
 
@@ -327,6 +328,15 @@ def load_transformers(*, model: str = "embedded", adapter: str | None = None, qu
     return LocalEngine(weights, load_tokenizer(source), info=info, max_batch=max_batch,
                        cache_kind=cache_kind or ("static" if on_cuda else "dynamic"),
                        decoder=decoder or _default_decoder(on_cuda, attention))
+
+
+def require_transformers() -> None:
+    """The transformers engine is an optional install (`logwarden[transformers]`)."""
+    missing = [name for name in ("torch", "transformers", "peft", "xgrammar") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelError(f"The transformers engine needs {', '.join(missing)}, which are not installed. Fix: "
+                         f"`make setup-transformers` (CPU torch), or pip install torch first (CPU or CUDA build) "
+                         f"and then pip install 'logwarden[transformers]'; or use --engine llamacpp for a GGUF model.")
 
 
 def _default_decoder(on_cuda: bool, attention: str) -> str:
