@@ -6,13 +6,18 @@ PIP := $(PYTHON) -m pip
 TORCH_CPU ?= torch==2.13.0
 DB ?= $(CURDIR)/.logwarden/demo.db
 
-.PHONY: setup setup-test run test test-fast bench-ingest
+.PHONY: setup setup-transformers setup-test run test test-fast bench-ingest
 
+# What `make run` needs: the app and llama.cpp (the CPU engine), no torch.
 setup:
-	$(PIP) install -q --disable-pip-version-check "$(TORCH_CPU)"
 	$(PIP) install -q --disable-pip-version-check -e .
 
-setup-test: setup
+# The transformers engine (CUDA, training, --engine transformers) on the CPU build of torch.
+setup-transformers: setup
+	$(PIP) install -q --disable-pip-version-check "$(TORCH_CPU)"
+	$(PIP) install -q --disable-pip-version-check -e '.[transformers]'
+
+setup-test: setup-transformers
 	$(PIP) install -q --disable-pip-version-check -e '.[test]'
 	./scripts/install_system_deps.sh
 

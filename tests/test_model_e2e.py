@@ -51,8 +51,10 @@ def test_analyze_with_the_model_stores_assessed_records(stores):
     assert assessed, [r.llm_error for r in records]
     for record in assessed:
         assert record.model and record.model.startswith("embedded")
-        assert record.engine_stats["new_tokens"] > 0 and record.engine_stats["cached_prefix_tokens"] > 100
+        assert record.engine_stats["new_tokens"] > 0 and "cached_prefix_tokens" in record.engine_stats
         LLMAssessment.model_validate_json(record.raw_model_output)
+    # the system prefix is computed once (per llama.cpp slot) and reused by the windows after
+    assert max(r.engine_stats["cached_prefix_tokens"] for r in assessed) > 100
 
 
 def test_model_never_lowers_the_rules_even_when_the_log_says_so(stores):

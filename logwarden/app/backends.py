@@ -1,7 +1,8 @@
 """Choosing and opening the engine backend from CLI options / settings.
 
-Owns the mapping `--backend local|openai` + options → an `Engine`. Imports the heavy engine
-modules lazily so rules-only commands start fast and never need torch.
+Owns the mapping `--backend local|openai` + `--engine auto|transformers|llamacpp` + options → an
+`Engine`. Imports the heavy engine modules lazily so rules-only commands start fast; the llama.cpp
+engine never imports torch.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from logwarden.errors import ConfigError
 from logwarden.engine.api import Engine
 
 BACKENDS = ("local", "openai")
+ENGINES = ("auto", "transformers", "llamacpp")  # the local backend's engines (engine/load.py chooses for auto)
 
 
 @dataclass(slots=True)
 class EngineOptions:
     backend: str = "local"
+    engine: str = "auto"
     model: str = "embedded"
     adapter: str | None = None
     quant: str = "auto"
@@ -36,7 +39,7 @@ def open_engine(options: EngineOptions) -> Engine:
         from logwarden.app.config import get_settings
         from logwarden.engine.load import load_engine
 
-        return load_engine(model=options.model, adapter=options.adapter, quant=options.quant,
+        return load_engine(engine=options.engine, model=options.model, adapter=options.adapter, quant=options.quant,
                            threads=options.threads, max_batch=options.max_batch,
                            cache_dir=get_settings().model_cache)
     if options.backend == "openai":

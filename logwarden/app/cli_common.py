@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from logwarden.app.backends import BACKENDS, EngineOptions
+from logwarden.app.backends import BACKENDS, ENGINES, EngineOptions
 from logwarden.app.config import get_settings
 from logwarden.errors import LogwardenError
 
@@ -47,13 +47,18 @@ def engine_options(func: Callable) -> Callable:
     """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
     options = [
         click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
-                     help="local = in-process transformers engine; openai = OpenAI-compatible server(s)."),
+                     help="local = in-process engine (see --engine); openai = OpenAI-compatible server(s)."),
+        click.option("--engine", type=click.Choice(ENGINES), default=None,
+                     help="local backend: auto = llama.cpp for GGUF models on CPU, transformers on CUDA "
+                          "(default: settings, auto)."),
         click.option("--model", default=None, help="embedded | embedded-1.5b | HF id in the local cache | folder | .gguf "
                      "(openai backend: the served model name). Default: embedded."),
         click.option("--adapter", default=None, help="PEFT LoRA adapter folder, or 'none' to disable the default adapter."),
         click.option("--quant", type=click.Choice(QUANTS), default="auto", show_default=True,
-                     help="Weights precision: auto = nf4 on CUDA, fp32 on CPU."),
-        click.option("--threads", type=int, default=None, help="CPU threads for torch (default: settings/torch)."),
+                     help="transformers weights precision: auto = nf4 on CUDA, fp32 on CPU (a GGUF on llama.cpp keeps "
+                          "its own; another value than auto picks transformers under --engine auto)."),
+        click.option("--threads", type=int, default=None,
+                     help="CPU threads for llama.cpp or torch (default: settings, else the engine's)."),
         click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),
         click.option("--api-key-env", default=None, help="openai backend: name of the env var holding the API key."),
         click.option("--concurrency", type=int, default=8, show_default=True, help="openai backend: requests in flight."),
@@ -67,7 +72,7 @@ def engine_options(func: Callable) -> Callable:
 def make_engine_options(kw: dict) -> EngineOptions:
     settings = get_settings()
     return EngineOptions(
-        backend=kw.pop("backend"), model=kw.pop("model") or settings.model, adapter=kw.pop("adapter") or settings.adapter,
+        backend=kw.pop("backend"), engine=kw.pop("engine") or settings.engine, model=kw.pop("model") or settings.model, adapter=kw.pop("adapter") or settings.adapter,
         quant=kw.pop("quant"), threads=kw.pop("threads") or settings.threads,
         max_batch=kw.pop("max_batch", None) or settings.max_batch, base_urls=kw.pop("base_urls"),
         api_key_env=kw.pop("api_key_env"), concurrency=kw.pop("concurrency"), max_rps=kw.pop("max_rps"))

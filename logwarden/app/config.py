@@ -23,10 +23,11 @@ class Settings(BaseSettings):
     db: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite:///<home>/logwarden.db")
 
     # engine
+    engine: str = "auto"  # auto = llama.cpp for GGUF models on CPU, transformers on CUDA
     model: str = "embedded"
     adapter: str | None = None  # None = the default for the model ("none" disables)
     quant: str = "auto"
-    threads: int | None = None  # CPU threads for torch; None = torch's default
+    threads: int | None = None  # CPU threads (llama.cpp or torch); None = the engine's default
     max_batch: int = 8
     max_new_tokens: int = 256
 

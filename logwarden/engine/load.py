@@ -1,9 +1,14 @@
-"""Model resolution and loading: `--model`, `--quant`, `--adapter`, threads, device, attention.
+"""Model resolution, engine choice and loading: `--engine`, `--model`, `--quant`, `--adapter`,
+threads, device, attention.
 
-Owns: turning a spec (`embedded`, `embedded-1.5b`, a local folder, a `.gguf` file, a Hugging Face
-id already in the local cache) into weights on a device in the requested precision, with an
-optional peft adapter, and wrapping them in a `LocalEngine`. Everything is offline; a missing
-model raises `ModelError` saying how to get it. Does not know: generation, prompts, logs.
+Owns: which engine runs a model (`choose_engine`: llama.cpp for GGUF models on CPU, transformers
+on CUDA, for non-GGUF weights and whenever a transformers-only option is asked for); turning a
+spec (`embedded`, `embedded-1.5b`, a local folder, a `.gguf` file, a Hugging Face id already in
+the local cache) into what that engine loads — for llama.cpp the verified GGUF itself and the
+adapter converted to a GGUF LoRA, for transformers weights on a device in the requested precision
+with an optional peft adapter. Everything is offline; a missing model raises `ModelError` saying
+how to get it. torch is imported only on the transformers path. Does not know: generation,
+prompts, logs.
 """
 
 from __future__ import annotations
@@ -12,18 +17,21 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from logwarden.adapters import resolve_adapter
 from logwarden.errors import ConfigError, ModelError
-from logwarden.engine.embedded import PACKS, ensure_converted
-from logwarden.engine.attention import use_gqa_decode
-from logwarden.engine.local import EngineInfo, LocalEngine
+from logwarden.engine.embedded import PACKS, ensure_converted, ensure_gguf
+
+if TYPE_CHECKING:
+    import torch
+
+    from logwarden.engine.llamacpp import LlamaCppEngine
+    from logwarden.engine.local import LocalEngine
 
 QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")
-_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+ENGINES = ("auto", "transformers", "llamacpp")
+LLAMACPP_SLOTS = 4  # parallel sequences on CPU (docs/ENGINE.md: measured against 1, 2 and 8)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +60,16 @@ def resolve_model(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
 
 
 def _embedded_source(spec: str, cache_dir: Path | None) -> ModelSource:
-    if cache_dir is None:  # the caller owns the settings (LOGWARDEN_HOME); the engine reads none
-        raise ConfigError(f"--model {spec} is assembled into a model cache folder; pass cache_dir "
-                          f"(the CLI uses LOGWARDEN_HOME/models).")
     pack = PACKS[spec]
-    folder = ensure_converted(pack, cache_dir)
+    folder = ensure_converted(pack, _cache(cache_dir, f"--model {spec} is assembled"))
     return ModelSource(spec=spec, kind="embedded", path=folder, sha256=pack.sha256)
+
+
+def _cache(cache_dir: Path | None, what: str) -> Path:
+    if cache_dir is None:  # the caller owns the settings (LOGWARDEN_HOME); the engine reads none
+        raise ConfigError(f"{what} once into a model cache folder; pass cache_dir (the CLI uses "
+                          f"LOGWARDEN_HOME/models).")
+    return cache_dir
 
 
 def _gguf_source(spec: str, path: Path) -> ModelSource:
@@ -91,6 +103,8 @@ def _hub_source(spec: str) -> ModelSource:
 # ---- precision, device, attention ------------------------------------------------------------
 
 def resolve_device(device: str | None) -> torch.device:
+    import torch
+
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -121,6 +135,8 @@ def resolve_attention(attn: str | None, device: torch.device) -> str:
 def quantization_config(quant: str) -> Any | None:
     if quant not in ("int8", "nf4"):
         return None
+    import torch
+
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ModelError(f"--quant {quant} needs bitsandbytes. Fix: pip install 'bitsandbytes>=0.45' "
                          f"(or pip install 'logwarden[quant]'), or use --quant fp32.")
@@ -136,22 +152,30 @@ def quantization_config(quant: str) -> Any | None:
 def set_threads(threads: int | None) -> None:
     """CPU threads for torch. Under contention fewer threads can be faster; see docs/ENGINE.md."""
     if threads is not None:
-        if threads < 1:
-            raise ConfigError(f"--threads must be ≥ 1, got {threads}.")
+        import torch
+
+        _check_threads(threads)
         torch.set_num_threads(threads)
 
 
-# ---- loading ---------------------------------------------------------------------------------
+def _check_threads(threads: int | None) -> None:
+    if threads is not None and threads < 1:
+        raise ConfigError(f"--threads must be ≥ 1, got {threads}.")
+
+
+# ---- transformers weights ----------------------------------------------------------------
 
 def load_model(source: ModelSource, *, quant: str, device: torch.device, attention: str) -> Any:
+    import torch
     from transformers import AutoModelForCausalLM
 
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     kwargs: dict[str, Any] = {"attn_implementation": attention}
     qconfig = quantization_config(quant)
     if qconfig is not None:
         kwargs |= {"quantization_config": qconfig, "device_map": {"": str(device)}}
     else:
-        kwargs["dtype"] = _DTYPES[quant]
+        kwargs["dtype"] = dtypes[quant]
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file
     try:
@@ -183,15 +207,107 @@ def apply_adapter(model: Any, adapter: str | os.PathLike, *, merge: bool = False
     return wrapped.merge_and_unload() if merge else wrapped
 
 
-def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
-                threads: int | None = None, device: str | None = None, max_batch: int = 8,
-                attn: str | None = None, merge_adapter: bool | None = None, cache_dir: Path | None = None,
-                cache_kind: str | None = None, decoder: str | None = None) -> LocalEngine:
+# ---- choosing the engine -----------------------------------------------------------------
+
+def is_gguf_spec(model: str) -> bool:
+    return model in PACKS or model.endswith(".gguf")
+
+
+def choose_engine(engine: str, *, model: str, quant: str = "auto", device: str | None = None) -> str:
+    """`auto` = llama.cpp for a GGUF model on the CPU; transformers for other weights, on CUDA, and
+    when a transformers-only option (`--quant`) is asked for."""
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}.")
+    if engine == "llamacpp":
+        _check_llamacpp_options(model, quant, device)
+        return engine
+    if engine == "transformers":
+        return engine
+    transformers_only = not is_gguf_spec(model) or quant != "auto" or (device or "cpu") != "cpu"
+    return "transformers" if transformers_only or (device is None and _cuda_usable()) else "llamacpp"
+
+
+def _check_llamacpp_options(model: str, quant: str, device: str | None) -> None:
+    if not is_gguf_spec(model):
+        raise ConfigError(f"--engine llamacpp runs GGUF models (--model embedded, embedded-1.5b or a .gguf file), "
+                          f"not {model!r}. Fix: give a .gguf file or use --engine transformers.")
+    if quant != "auto":
+        raise ConfigError(f"--quant {quant} is a transformers option; a GGUF keeps its own quantization. "
+                          f"Fix: drop --quant, or use --engine transformers.")
+    if (device or "cpu") != "cpu":
+        raise ConfigError(f"--engine llamacpp runs on the CPU here, not on {device}. Fix: use --engine transformers.")
+
+
+def _cuda_usable() -> bool:
+    """Without an NVIDIA driver there is no CUDA: answered without importing torch."""
+    if not (Path("/proc/driver/nvidia/version").exists() or Path("/dev/nvidia0").exists()):
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+def load_engine(*, engine: str = "auto", model: str = "embedded", adapter: str | None = None,
+                quant: str = "auto", threads: int | None = None, device: str | None = None, max_batch: int = 8,
+                slots: int | None = None, attn: str | None = None, merge_adapter: bool | None = None,
+                cache_dir: Path | None = None, cache_kind: str | None = None,
+                decoder: str | None = None) -> LocalEngine | LlamaCppEngine:
+    """The engine `choose_engine` picks, loaded. `slots` (llama.cpp) None = min(max_batch, 4)."""
+    if choose_engine(engine, model=model, quant=quant, device=device) == "llamacpp":
+        return load_llamacpp(model=model, adapter=adapter, threads=threads, cache_dir=cache_dir,
+                             slots=slots or min(max_batch, LLAMACPP_SLOTS))
+    return load_transformers(model=model, adapter=adapter, quant=quant, threads=threads, device=device,
+                             max_batch=max_batch, attn=attn, merge_adapter=merge_adapter, cache_dir=cache_dir,
+                             cache_kind=cache_kind, decoder=decoder)
+
+
+def resolve_gguf(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
+    """The GGUF file llama.cpp loads: the embedded one assembled and sha256-checked, or a path."""
+    if spec not in PACKS:
+        return _gguf_source(spec, Path(spec).expanduser())
+    pack = PACKS[spec]
+    file = ensure_gguf(pack, _cache(cache_dir, f"--model {spec} is assembled"))
+    return ModelSource(spec=spec, kind="embedded", path=file.parent, gguf_file=file.name, sha256=pack.sha256)
+
+
+def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, threads: int | None = None,
+                  slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 4096, cache_dir: Path | None = None) -> LlamaCppEngine:
+    from logwarden.engine.gguf_meta import read_metadata
+    from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
+
+    _check_threads(threads)
+    adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
+    source = resolve_gguf(model, cache_dir=cache_dir)
+    gguf = source.path / source.gguf_file
+    lora = _gguf_lora(Path(adapter).expanduser(), read_metadata(gguf), cache_dir) if adapter else None
+    config = LlamaCppConfig(gguf=gguf, lora=lora, threads=threads, slots=slots, ctx_per_slot=ctx_per_slot)
+    return LlamaCppEngine(config, model_name=source.name, sha256=source.sha256,
+                          adapter_name=str(adapter) if adapter else None)
+
+
+def _gguf_lora(adapter: Path, metadata: dict[str, Any], cache_dir: Path | None) -> Path:
+    from logwarden.engine.gguf_lora import ensure_gguf_lora
+
+    arch = metadata.get("general.architecture", "?")
+    return ensure_gguf_lora(adapter, arch=arch, block_count=int(metadata.get(f"{arch}.block_count", 0)),
+                            cache_dir=_cache(cache_dir, "A peft adapter for llama.cpp is converted to a GGUF LoRA"))
+
+
+def load_transformers(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
+                      threads: int | None = None, device: str | None = None, max_batch: int = 8,
+                      attn: str | None = None, merge_adapter: bool | None = None, cache_dir: Path | None = None,
+                      cache_kind: str | None = None, decoder: str | None = None) -> LocalEngine:
     """`cache_kind`/`decoder` None = what measured fastest on the device: static cache and decode
     steps replayed from CUDA graphs on CUDA (eager steps under flash_attention_2, which the graphs'
     4-D mask does not suit), dynamic cache and eager steps on CPU (docs/ENGINE.md).
     `merge_adapter` None = merge the adapter into unquantized weights (the LoRA matmuls then cost
     nothing per token) and keep it separate on 4/8-bit bases, where merging is impossible."""
+    require_transformers()
+    from logwarden.engine.attention import use_gqa_decode
+    from logwarden.engine.local import EngineInfo, LocalEngine
+
     set_threads(threads)
     adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
     dev = resolve_device(device)
@@ -207,11 +323,20 @@ def load_engine(*, model: str = "embedded", adapter: str | None = None, quant: s
         weights = apply_adapter(weights, adapter, merge=merge, quantized=quantized)
     info = EngineInfo(model_name=source.name, path=str(source.path / (source.gguf_file or "")),
                       sha256=source.sha256, quant=mode, attention=attention,
-                      adapter=str(adapter) if adapter else None)
+                      adapter=str(adapter) if adapter else None, extra={"engine": "transformers"})
     on_cuda = dev.type == "cuda"
     return LocalEngine(weights, load_tokenizer(source), info=info, max_batch=max_batch,
                        cache_kind=cache_kind or ("static" if on_cuda else "dynamic"),
                        decoder=decoder or _default_decoder(on_cuda, attention))
+
+
+def require_transformers() -> None:
+    """The transformers engine is an optional install (`logwarden[transformers]`)."""
+    missing = [name for name in ("torch", "transformers", "peft", "xgrammar") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelError(f"The transformers engine needs {', '.join(missing)}, which are not installed. Fix: "
+                         f"`make setup-transformers` (CPU torch), or pip install torch first (CPU or CUDA build) "
+                         f"and then pip install 'logwarden[transformers]'; or use --engine llamacpp for a GGUF model.")
 
 
 def _default_decoder(on_cuda: bool, attention: str) -> str:

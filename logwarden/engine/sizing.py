@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 # Fraction of free memory left unplanned: allocator fragmentation, CUDA graph pools, cuBLAS workspaces.
 HEADROOM = 0.2
 # Prefill keeps a few (T, intermediate) activations alive per layer step: gate, up, their product.
@@ -61,9 +59,11 @@ def batch_for_memory(free_bytes: int, shape: ModelShape, *, prompt_tokens: int, 
 def cuda_batch(model: Any, *, prompt_tokens: int, new_tokens: int, cap: int = 512, fallback: int = 8) -> int:
     """`batch_for_memory` with the CUDA device's free memory now; `fallback` off CUDA (CPU batches
     are bound by compute, not memory, and measured best around 8: docs/ENGINE.md)."""
-    device = getattr(model, "device", torch.device("cpu"))
-    if device.type != "cuda":
+    device = getattr(model, "device", None)
+    if getattr(device, "type", "cpu") != "cuda":
         return fallback
+    import torch  # only a CUDA model gets here: torch is loaded already
+
     free, _total = torch.cuda.mem_get_info(device)
     return batch_for_memory(free, ModelShape.of(model.config), prompt_tokens=prompt_tokens,
                             new_tokens=new_tokens, dtype_bytes=_cache_dtype_bytes(model), cap=cap)
@@ -71,5 +71,7 @@ def cuda_batch(model: Any, *, prompt_tokens: int, new_tokens: int, cap: int = 51
 
 def _cache_dtype_bytes(model: Any) -> int:
     """The KV cache takes the compute dtype (bf16 for nf4's QLoRA recipe), not the weights' storage."""
+    import torch
+
     dtype = getattr(model, "dtype", torch.bfloat16)
     return 4 if dtype == torch.float32 else 2

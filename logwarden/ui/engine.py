@@ -1,6 +1,6 @@
 """The model for the triage page, loaded once per server process and shared by all sessions.
 
-Options come from the settings (model, adapter, quant, threads), like the CLI's defaults.
+Options come from the settings (engine, model, adapter, quant, threads), like the CLI's defaults.
 Knows nothing of pages; never imported unless the analyst asks for the model.
 """
 
@@ -15,14 +15,16 @@ from logwarden.engine.api import Engine
 
 def engine_options() -> EngineOptions:
     s = Settings()
-    return EngineOptions(model=s.model, adapter=s.adapter, quant=s.quant, threads=s.threads, max_batch=1)
+    return EngineOptions(engine=s.engine, model=s.model, adapter=s.adapter, quant=s.quant, threads=s.threads,
+                         max_batch=1)
 
 
 @st.cache_resource(show_spinner="Loading the model (first time only)…")
-def shared_engine(model: str, adapter: str | None, quant: str, threads: int | None) -> Engine:
-    return open_engine(EngineOptions(model=model, adapter=adapter, quant=quant, threads=threads, max_batch=1))
+def shared_engine(engine: str, model: str, adapter: str | None, quant: str, threads: int | None) -> Engine:
+    return open_engine(EngineOptions(engine=engine, model=model, adapter=adapter, quant=quant, threads=threads,
+                                     max_batch=1))
 
 
 def get_engine() -> Engine:
     o = engine_options()
-    return shared_engine(o.model, o.adapter, o.quant, o.threads)
+    return shared_engine(o.engine, o.model, o.adapter, o.quant, o.threads)

@@ -48,10 +48,11 @@ def build(out: Path, n: int, seed: int, val_fraction: float, token_counter: str,
 
 
 def _embedded_counter():
-    from transformers import AutoTokenizer
-
+    """The embedded model's own token counts, read from its GGUF (no transformers needed)."""
     from logwarden.app.config import get_settings
-    from logwarden.engine.embedded import PACKS, ensure_converted
+    from logwarden.engine.embedded import PACKS, ensure_gguf
+    from logwarden.engine.gguf_meta import read_metadata
+    from logwarden.engine.gguf_tokenizer import token_counter
 
-    tokenizer = AutoTokenizer.from_pretrained(ensure_converted(PACKS["embedded"], get_settings().model_cache))
-    return (lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])), "embedded"
+    counter = token_counter(read_metadata(ensure_gguf(PACKS["embedded"], get_settings().model_cache)))
+    return counter.count, "embedded"

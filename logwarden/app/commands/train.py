@@ -32,6 +32,9 @@ from logwarden.app.cli_common import QUANTS, err_console, handle_errors, json_op
 @handle_errors
 def train(base, data, out, epochs, lr, rank, batch, max_steps, max_len, grad_checkpointing, quant, seed, as_json):
     """Train a LoRA adapter (QLoRA on CUDA) on generated security windows; loss on the answer only."""
+    from logwarden.engine.load import require_transformers
+
+    require_transformers()
     from logwarden.train.train import TrainConfig, run_training
 
     cfg = TrainConfig(base=base, data=data, out=out, epochs=epochs, lr=lr, rank=rank, alpha=2 * rank, batch=batch,

@@ -1,0 +1,332 @@
+"""`LlamaCppEngine`: the `Engine` interface on llama.cpp in this process (the `xllamacpp` wheel:
+llama.cpp's own server library, called directly — no HTTP, no child process).
+
+Owns: the llama.cpp context (GGUF weights as shipped, an optional GGUF LoRA, `slots` parallel
+sequences with continuous batching, flash attention, the slots' prompt cache that keeps the shared
+system prefix's KV, a small RAM prompt cache), turning `Request`s into chat-completion tasks
+(grammar from the request's own schema or the call's, sampling), running a batch as concurrent
+tasks, streaming one answer piece by piece, stats from llama.cpp's own timings, and turning
+llama.cpp's failures into `ModelError`s (load, grammar) or failed `Generation`s (one bad request).
+
+`xllamacpp.Server` always opens llama-server's HTTP listener as well; it is bound to a unix socket
+in a private 0700 temp folder (nothing on the network) and never used.
+Does not know: logs, prompts' content, where the GGUF came from (`load.py`), peft (`gguf_lora.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# The wheel's llama.cpp runs its threads with OpenMP, which reads this when the library loads.
+# Spinning waiters (its default) made 2 threads 5-10x slower than 1 on this shared 2-core CPU;
+# sleeping ones did not (docs/ENGINE.md). A caller's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import llguidance  # noqa: E402
+import xllamacpp  # noqa: E402
+
+from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
+from logwarden.engine.gguf_meta import read_metadata  # noqa: E402
+from logwarden.engine.gguf_tokenizer import token_counter  # noqa: E402
+from logwarden.errors import ModelError  # noqa: E402
+
+# llguidance (llama.cpp's grammar engine here) lets JSON whitespace vary by default; a small model
+# then pads with newlines and indents (tokens spent, and a way to loop). Compact JSON only.
+COMPACT_JSON = {"whitespace_flexible": False}
+_GRAMMAR_ERRORS = ("grammar", "Failed to initialize samplers")
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCppConfig:
+    gguf: Path
+    lora: Path | None = None
+    threads: int | None = None  # None = llama.cpp's default (the physical cores)
+    slots: int = 4  # parallel sequences; each keeps its own copy of the prefix KV
+    ctx_per_slot: int = 4096  # prompt + answer tokens one sequence may hold (digests reach ~2k tokens)
+    flash_attn: bool = True
+    prompt_cache_mib: int = 256  # RAM for saved slot states (a prefix another slot had)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """What one task returned, filled chunk by chunk."""
+
+    started: float
+    pieces: list[str] = field(default_factory=list)
+    finish: str | None = None
+    timings: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    grammar_error: bool = False
+    first_s: float | None = None
+    total_s: float = 0.0
+
+    def take(self, chunk: dict, on_piece: Callable[[str], None] | None) -> None:
+        if "error" in chunk:
+            self.fail(str(chunk["error"].get("message", chunk["error"])))
+            return
+        choice = (chunk.get("choices") or [{}])[0]
+        if piece := (choice.get("delta") or {}).get("content"):
+            if self.first_s is None:
+                self.first_s = time.perf_counter() - self.started
+            self.pieces.append(piece)
+            if on_piece is not None:
+                on_piece(piece)
+        self.finish = choice.get("finish_reason") or self.finish
+        self.timings = chunk.get("timings") or self.timings
+
+    def fail(self, message: str) -> None:
+        self.error = f"llama.cpp: {message}"
+        self.grammar_error = any(marker in message for marker in _GRAMMAR_ERRORS)
+
+
+class LlamaCppEngine:
+    def __init__(self, config: LlamaCppConfig, *, model_name: str = "custom", sha256: str | None = None,
+                 adapter_name: str | None = None):
+        self.config = config
+        self.model_name = model_name
+        self.adapter_name = adapter_name
+        self.sha256 = sha256
+        self.max_batch = config.slots
+        self.metadata = read_metadata(config.gguf)
+        self._tokens = token_counter(self.metadata)
+        self._grammars: dict[str, str] = {}
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="logwarden-llama-"))
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._socket_dir, True)
+        self._params = _params(config, self._socket_dir / "llama.sock")
+        self._server = _start(self._params, config)
+
+    # ---- Engine interface -------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
+                 max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
+        """Every request is a task of its own; llama.cpp batches them over its slots."""
+        if not requests:
+            return []
+        bodies = [self._body(r, schema, max_new_tokens, sampling) for r in requests]
+        with ThreadPoolExecutor(max_workers=len(bodies), thread_name_prefix="llama-task") as pool:
+            outcomes = list(pool.map(self._run, bodies))
+        _raise_on_grammar_error(outcomes)
+        batch = min(len(requests), self.config.slots)
+        return [self._generation(o, batch) for o in outcomes]
+
+    def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
+               sampling: Sampling = Sampling()) -> TextStream:
+        body = self._body(request, schema, max_new_tokens, sampling)
+        text_stream = TextStream(iter(()))
+        text_stream._pieces = self._stream_pieces(text_stream, body)
+        return text_stream
+
+    def count_tokens(self, text: str) -> int:
+        return self._tokens.count(text)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": "llamacpp", "model": self.model_name, "path": str(self.config.gguf), "sha256": self.sha256,
+            "quant": self.quant, "dtype": self.quant, "device": "cpu",
+            "attention": "flash_attn" if self.config.flash_attn else "llama.cpp default",
+            "threads": self._params.cpuparams.n_threads, "slots": self.config.slots,
+            "ctx_per_slot": self.config.ctx_per_slot, "max_batch": self.max_batch, "prefix_reuse": True,
+            "adapter": self.adapter_name, "adapter_gguf": str(self.config.lora) if self.config.lora else None,
+            "tokenizer": self._tokens.kind, "tokenizer_exact": self._tokens.exact,
+            "llama_cpp": f"xllamacpp {xllamacpp.__version__}",
+        }
+
+    def close(self) -> None:
+        """Frees the model and its slots now (otherwise when the engine is garbage-collected)."""
+        self._server = None
+        self._cleanup()
+
+    @property
+    def quant(self) -> str:
+        import gguf
+
+        file_type = self.metadata.get("general.file_type")
+        try:
+            return gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_").removeprefix("ALL_")
+        except ValueError:
+            return f"gguf file type {file_type}"
+
+    # ---- requests ---------------------------------------------------------------------------
+
+    def _body(self, request: Request, schema: dict | None, max_new_tokens: int, sampling: Sampling) -> dict:
+        body: dict[str, Any] = {
+            "messages": [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}],
+            "max_tokens": max_new_tokens, "stream": True, "cache_prompt": True, **sampling_fields(sampling)}
+        own = request.schema if request.schema is not None else schema
+        if own is not None:
+            body["grammar"] = self._grammar(own)
+        return body
+
+    def _grammar(self, schema: dict) -> str:
+        """llama.cpp's JSON-schema → grammar conversion, compiled once here, cached per schema.
+        llama.cpp itself only logs a grammar llguidance cannot compile and then samples without
+        it: compiling first (same llguidance) is what keeps the schema guarantee."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            try:
+                grammar = xllamacpp.json_schema_to_grammar({**schema, "x-guidance": COMPACT_JSON})
+            except (ValueError, TypeError) as exc:
+                raise ModelError(f"llama.cpp cannot turn the JSON schema into a grammar ({exc}); fix the "
+                                 f"schema.") from exc
+            if problem := llguidance.LLMatcher.validate_grammar(grammar):
+                raise ModelError(f"The JSON schema does not compile to a grammar: {problem.splitlines()[0]}; "
+                                 f"fix the schema.")
+            self._grammars[key] = grammar
+        return self._grammars[key]
+
+    def _run(self, body: dict, on_piece: Callable[[str], None] | None = None,
+             cancel: threading.Event | None = None) -> _Outcome:
+        """One task to its end (or until `cancel` is set); never raises for a bad request."""
+        outcome = _Outcome(started=time.perf_counter())
+
+        def on_chunk(chunk: dict) -> bool:  # True stops the task
+            try:
+                outcome.take(chunk, on_piece)
+            except Exception as exc:  # xllamacpp would swallow it and stop silently
+                outcome.fail(f"unreadable answer chunk ({exc})")
+                return True
+            return cancel is not None and cancel.is_set()
+
+        server = self._server
+        if server is None:
+            outcome.fail("the engine was closed")
+            return outcome
+        try:
+            server.handle_chat_completions(body, on_chunk)
+        except (ValueError, TypeError, RuntimeError, OverflowError) as exc:  # rejected before it ran
+            outcome.fail(f"request rejected ({exc})")
+        outcome.total_s = time.perf_counter() - outcome.started
+        return outcome
+
+    def _stream_pieces(self, text_stream: TextStream, body: dict) -> Iterator[str]:
+        """The task runs in a worker thread; pieces come through a queue; leaving early cancels it."""
+        pieces: queue.Queue = queue.Queue()
+        cancel = threading.Event()
+        worker = threading.Thread(target=lambda: pieces.put(self._run(body, pieces.put, cancel)),
+                                  name="llama-stream", daemon=True)
+        worker.start()
+        try:
+            while not isinstance(item := pieces.get(), _Outcome):
+                yield item
+        finally:
+            cancel.set()
+            worker.join()
+        _raise_on_grammar_error([item])
+        text_stream.generation = self._generation(item, 1)
+
+    # ---- results ----------------------------------------------------------------------------
+
+    def _generation(self, outcome: _Outcome, batch_size: int) -> Generation:
+        t = outcome.timings
+        stats = GenStats(
+            prompt_tokens=int(t.get("prompt_n", 0) + t.get("cache_n", 0)), cached_prefix_tokens=int(t.get("cache_n", 0)),
+            new_tokens=int(t.get("predicted_n", 0)), ttft_s=outcome.first_s or outcome.total_s,
+            total_s=outcome.total_s, tokens_per_s=float(t.get("predicted_per_second", 0.0)),
+            peak_memory_mb=_peak_rss_mb(), batch_size=batch_size,
+            attention="flash_attn" if self.config.flash_attn else "default", quant=self.quant, device="cpu",
+            model=self.model_name)
+        # "stop" = end of turn, which the grammar admits only once the document is complete
+        finished = outcome.error is None and outcome.finish == "stop"
+        return Generation(text="".join(outcome.pieces), stats=stats, finished=finished,
+                          error=outcome.error or self._context_full(stats))
+
+    def _context_full(self, stats: GenStats) -> str | None:
+        """An answer cut by the slot's context, not by the token budget, says so."""
+        if stats.prompt_tokens + stats.new_tokens < self.config.ctx_per_slot:
+            return None
+        return (f"prompt ({stats.prompt_tokens} tokens) + answer filled the slot's context of "
+                f"{self.config.ctx_per_slot} tokens; shorten the prompt or raise ctx_per_slot")
+
+
+def sampling_fields(sampling: Sampling) -> dict[str, Any]:
+    """The transformers engine's sampling in llama.cpp's words: temperature 0 = greedy; only
+    temperature and nucleus (top_k and min_p off); the repetition penalty over the whole context."""
+    fields: dict[str, Any] = {"temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0,
+                              "min_p": 0.0, "repeat_penalty": sampling.repetition_penalty,
+                              "repeat_last_n": -1 if sampling.repetition_penalty != 1.0 else 0}
+    if sampling.seed is not None:
+        fields["seed"] = sampling.seed
+    return fields
+
+
+def _params(config: LlamaCppConfig, socket: Path) -> Any:
+    if config.slots < 1 or config.ctx_per_slot < 64:
+        raise ModelError(f"llama.cpp needs slots ≥ 1 and ctx_per_slot ≥ 64 (got {config.slots}, "
+                         f"{config.ctx_per_slot}).")
+    p = xllamacpp.CommonParams()
+    p.model.path = str(config.gguf)
+    if config.lora is not None:
+        p.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(str(config.lora), 1.0)]
+    p.n_parallel = config.slots
+    p.n_ctx = config.slots * config.ctx_per_slot  # llama.cpp splits the context over the slots
+    for cpu in (p.cpuparams, p.cpuparams_batch):
+        cpu.n_threads = config.threads or -1
+        cpu.poll = 0  # idle workers sleep instead of spinning: on a shared CPU spinning steals cores
+    p.flash_attn_type = (xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED if config.flash_attn
+                         else xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO)
+    p.cache_prompt = True  # each slot keeps its last prompt's KV: the system prefix is computed once
+    p.cache_ram_mib = config.prompt_cache_mib
+    p.reasoning_format = xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_NONE
+    p.hostnames = [str(socket)]
+    p.n_threads_http = 1
+    p.verbosity = 1  # errors and warnings only
+    return p
+
+
+def _start(params: Any, config: LlamaCppConfig) -> Any:
+    """Load the model; a failure becomes a ModelError quoting llama.cpp's own error lines."""
+    with _stderr_captured() as captured:
+        try:
+            return xllamacpp.Server(params)
+        except (RuntimeError, ValueError) as exc:
+            failure = exc
+    reasons = [line.split(" E ", 1)[-1].strip() for line in captured() if " E " in line]
+    what = f"{config.gguf}" + (f" with the LoRA {config.lora}" if config.lora else "")
+    raise ModelError(f"llama.cpp could not load {what}: {'; '.join(reasons[-3:]) or failure}. Fix: check the "
+                     f"file is a complete GGUF model (and the LoRA was made for it), or use --model embedded.")
+
+
+@contextmanager
+def _stderr_captured() -> Iterator[Callable[[], list[str]]]:
+    """llama.cpp reports why a load failed only on file descriptor 2: catch it while loading;
+    whatever was written is passed on to the real stderr afterwards, so nothing is lost."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        lines: list[str] = []
+        try:
+            yield lambda: lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            lines.extend(text.splitlines())
+            if text and not any(" E " in line for line in lines):
+                sys.stderr.write(text)
+
+
+def _raise_on_grammar_error(outcomes: Sequence[_Outcome]) -> None:
+    bad = next((o for o in outcomes if o.grammar_error), None)
+    if bad is not None:
+        raise ModelError(f"The JSON schema's grammar does not compile in llama.cpp ({bad.error}); fix the schema.")
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB, the process high-water
