@@ -23,7 +23,7 @@ def test_entities_of_every_kind_are_found():
 
 
 def test_grounded_text_is_kept_whole():
-    text = "10 failed logins for svc-sql from 10.23.23.9, then a success on dc01 (L12)."
+    text = "10 failed logins for user svc-sql from 10.23.23.9, then a success on dc01 (L12)."
     checked = ground(text, DIGEST)
     assert checked.text == text and checked.ungrounded == []
     assert set(checked.entities) >= {"10", "svc-sql", "10.23.23.9", "dc01"}

@@ -1,9 +1,9 @@
 """Faithful narratives: every fact a model's text names must occur in the digest it was given.
 
 Owns: finding the entities a sentence names — IP addresses, hashes, paths (Unix and Windows),
-file, process and host names (anything dotted, backslashed or with an extension), numbers,
-identifier-like names (digits, `-`, `_`, `@`, `$`, `\\`), quoted strings, and the word after a
-cue such as "user" or "host" — and checking each against the digest text (case-insensitive).
+file, process and host names (anything dotted, slashed or backslashed), numbers,
+identifier-like names (a digit, `_`, `@`, `$` or `\\` in the word), quoted strings, and the word
+after a cue such as "user" or "host" — and checking each against the digest text (case-insensitive).
 A clause that names an entity the digest does not contain is removed from the text; the
 removed entities are returned so they can be counted and stored, never shown as fact.
 ATT&CK ids and the digest's own evidence ids are vocabulary, not claims.
@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logwarden.schemas import CATEGORIES
+
 _QUOTED = re.compile(r"'([^'\s][^']{0,200})'|\"([^\"]{1,200})\"|`([^`]{1,200})`")
 _IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.]*\d)")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
@@ -23,13 +25,16 @@ _WIN_PATH = re.compile(r"(?:[A-Za-z]:\\|\\\\|%\w+%\\)[^\s\"'<>|,;()]+")
 _UNIX_PATH = re.compile(r"(?<![\w/.~-])/(?:[\w.@%+~-]+/?)+")
 _SLASHED = re.compile(r"(?<![\w/])[\w.-]+/[\w.-]*[\d.][\w./-]*")  # user agents, protocols: sqlmap/1.7, HTTP/1.1
 _DOTTED = re.compile(r"(?<![\w.-])[\w$-]+(?:\.[\w$-]+)+(?![\w-])")
-_IDENT = re.compile(r"(?<![\w\\$@.-])[\w$@\\-]*(?:\d|[-_@$\\])[\w$@\\.-]*(?![\w])")
+# a digit, `_`, `@`, `$` or `\` makes a word a name (WKS-0142, svc_sql, bob@corp, CORP\\bob); hyphens alone do not
+# ("key-only"), nor do category names
+_IDENT = re.compile(r"(?<![\w\\$@.-])[\w$@\\-]*(?:\d|[_@$\\])[\w$@\\.-]*(?![\w])")
 _WORDISH = re.compile(r"\w")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?![\w])")
-_VOCABULARY = re.compile(r"^(?:T\d{4}(?:\.\d{3})?|[TL]\d{1,9}|[a-z]+_[a-z_]+)$")  # ATT&CK ids, evidence ids, category names
-# The word after one of these names someone or something ("user mlopez", "host DC02").
-_CUE = re.compile(r"\b(?:user|users|account|accounts|host|hosts|hostname|computer|workstation)\s+"
-                  r"(?:named\s+|called\s+)?([^\s,;:()]+)", re.IGNORECASE)
+_VOCABULARY = re.compile(r"^(?:T\d{4}(?:\.\d{3})?|[TL]\d{1,9}|" + "|".join(c for c in CATEGORIES if "_" in c) + r")$")
+# The word after one of these names someone or something ("user Admin2", "host DC02") when it does not read
+# like plain lower-case prose ("host behind", "account ran"): a capital, a digit or a symbol in it.
+_CUE = re.compile(r"\b(?:user|account|host|hostname|computer|workstation)\s+"
+                  r"(?:named\s+|called\s+)?([^\s,;:()]*[^a-z\s,;:()][^\s,;:()]*)")
 _NOT_A_NAME = frozenset("""a an the this that these those its their his her our your any each every all some no not
     multiple several many one two three few new same other another unknown suspicious unusual legitimate local remote
     outside external internal privileged administrative account accounts user users host hosts and or with from to of
@@ -37,7 +42,7 @@ _NOT_A_NAME = frozenset("""a an the this that these those its their his her our 
     sessions input data creation created rights enumeration privileges privilege group groups password passwords
     credentials credential activity activities behaviour behavior profile profiles directory mode level context
     lockout lockouts mapping attempts attempt authentication identity identities object objects list lists
-    information details control access which who whose""".split())
+    information details control access which who whose hit owner owners agent-string names logged flagged""".split())
 _CLAUSE = re.compile(r"(?<=[.;!?])\s+")
 _TRIM = ".,;:!?)]}>'\"`"
 
@@ -71,7 +76,7 @@ def entities(text: str) -> list[str]:
                 add(match.start(), match.group())
     for match in _CUE.finditer(text):
         name = match.group(1).strip(_TRIM)
-        if name.lower() not in _NOT_A_NAME and len(name) > 1:
+        if name.lower() not in _NOT_A_NAME and len(name) > 2:
             add(match.start(1), name)
     return list(dict.fromkeys(value for _, value in sorted(found)))
 

@@ -216,7 +216,7 @@ class Pipeline:
         inode = _inode(path)
         state = self.store.get_source(str(path), inode) if self.options.resume else None
         start_offset, start_line = (state.offset, state.line_no + 1) if state else (0, 1)
-        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=_line_limit(path))
+        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=line_limit(path))
         self.process(reader, source=str(path), inode=inode, reference_time=_mtime(path),
                      fmt=state.format if state else None)
         self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
@@ -425,7 +425,7 @@ def _verdict(records: Sequence[RiskRecord], llm: Sequence[LLMResult] | None) -> 
     return "benign" if llm is None or all(r.assessment is not None for r in llm) else "benign-unassessed"
 
 
-def _line_limit(path: Path) -> int:
+def line_limit(path: Path) -> int:
     """CloudTrail and other `.json` documents come as one huge line: read them whole."""
     return JSON_DOCUMENT_LINE_BYTES if ".json" in path.suffixes[-2:] else DEFAULT_MAX_LINE_BYTES
 

@@ -53,7 +53,7 @@ WITHHELD = "The model flagged these lines; its description named facts the log d
 
 DEFAULT_RECOMMENDATION = {
     "brute_force": "Block or rate-limit the source addresses, check for a successful login from them, enforce key-only auth / MFA.",
-    "reconnaissance": "Block the scanning sources at the edge and review what they reached (status 200 responses, valid users hit).",
+    "reconnaissance": "Block the scanning sources at the edge and review what they reached (successful responses, valid users hit).",
     "web_attack": "Check whether the requests succeeded (status, response size, app logs), patch the targeted endpoint, block the source, consider a WAF rule.",
     "privilege_escalation": "Confirm the privilege change was authorised; if not, revert it, lock the account and review its recent commands.",
     "malware_execution": "Isolate the host, collect the process tree and the binary/script, and hunt for the same command line elsewhere.",
