@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +28,7 @@ from logwarden.errors import ModelError
 
 # Characters of JSON around a value that a bound must also cover: quotes, commas, keys' colons.
 _STRUCTURE_SLACK = 8
+COMPILE_THREADS = min(8, os.cpu_count() or 1)
 
 
 def schema_key(schema: dict) -> str:
@@ -86,7 +89,26 @@ class GrammarCache:
 
     def constraint(self, schemas: Sequence[dict]) -> BatchConstraint:
         """One row per schema (rows of a batch may follow different grammars)."""
+        self.prepare(schemas)
         return BatchConstraint([self.compiled(s) for s in schemas], self.vocab_size, self._keep)
+
+    def prepare(self, schemas: Sequence[dict]) -> None:
+        """Compile the schemas not cached yet on several threads (xgrammar compiles outside the GIL): a
+        batch of per-window schemas is a batch of distinct grammars."""
+        missing = list({schema_key(s): s for s in schemas if schema_key(s) not in self._compiled}.items())
+        workers = min(len(missing), COMPILE_THREADS)
+        if workers < 2:
+            return
+        start = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            grammars = list(pool.map(lambda item: self._compile(item[1]), missing))
+        self.stats.compile_s += time.perf_counter() - start
+        self.stats.compiled += len(missing)
+        self.stats.hits -= len(missing)  # `constraint` looks each of them up once more
+        for (key, _), grammar in zip(missing, grammars):
+            self._compiled[key] = grammar
+        while len(self._compiled) > self.max_size:
+            self._compiled.popitem(last=False)
 
 
 class BatchConstraint:

@@ -273,24 +273,34 @@ def _recording_truths(unit: RealUnit, part: DigestPart, cut_: Cut) -> list[Truth
                   techniques=[unit.technique] if unit.technique else [])]
 
 
+MAX_PER_FILE = {"httpparams": 600, "loghub": 50}  # examples per file: the big uniform sources would drown the rest
+
+
 def train_examples(split: dict, *, count_tokens: TokenCounter, folder: Path | None = None,
-                   seed: int = 0, max_per_file: int | None = None) -> Iterator:
-    """Examples of every train-side file (see the module docstring for the targets)."""
+                   seed: int = 0, max_files: int | None = None) -> Iterator:
+    """Examples of every train-side file (see the module docstring for the targets). Every prompt of a
+    window is cut (no cap on prompts per window: the rare lines all reach training); a big file keeps a
+    deterministic sample of `MAX_PER_FILE` of its prompts."""
     from logwarden.train.dataset import example_for
 
     folder = folder or realdata_dir()
     by_file: dict[str, list[RealUnit]] = defaultdict(list)
     for unit in load_units(folder):
         by_file[unit.file].append(unit)
-    for file in files_on(split, "train"):
-        labels, made = _Labels(by_file[file]), 0
-        for w, cut_ in enumerate(cut(folder / file, count_tokens=count_tokens)):
+    every_prompt = RunOptions(max_prompts_per_window=None)
+    for file in files_on(split, "train")[:max_files]:
+        labels, made = _Labels(by_file[file]), []
+        for w, cut_ in enumerate(cut(folder / file, count_tokens=count_tokens, options=every_prompt)):
             for part in cut_.parts:
                 truths = part_truths(cut_, part, labels)
-                if truths is None or (max_per_file is not None and made >= max_per_file):
+                if truths is None:
                     continue
                 rng = random.Random(f"{seed}/{file}/{w}/{part.index}")
                 key = f"realdata/{file}#{w + 1}.{part.index}"
                 meta = {"source": "realdata", "group": source_group(file), "file": file, "window": f"{file}#{w + 1}"}
-                yield example_for(key, part, answer(truths, part, cut_.signals, rng), cut_.signals, meta)
-                made += 1
+                made.append(example_for(key, part, answer(truths, part, cut_.signals, rng), cut_.signals, meta))
+        cap = MAX_PER_FILE.get(file.split("/", 1)[0])
+        if cap is not None and len(made) > cap:
+            keep = set(random.Random(f"{seed}/{file}").sample(range(len(made)), cap))
+            made = [e for i, e in enumerate(made) if i in keep]
+        yield from made

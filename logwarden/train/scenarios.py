@@ -483,6 +483,36 @@ def web_attack(rng: random.Random) -> Scenario:
     return Scenario(f"web_{kind}", "/var/log/nginx/access.log", lines, category, risk, techniques, what, advice, injected)
 
 
+# Parameter values that look odd to a pattern matcher and are what people type or tools append every day.
+ODD_BENIGN_PARAMS = (
+    ("/search", "q", ("O%27Brien", "rock%20%26%20roll", "50%25%20off", "%22exact%20phrase%22", "c%2B%2B%20books", "1%2F2%20inch",
+                      "caf%C3%A9%20cr%C3%A8me", "size%3A%2042", "tom%27s%20diner", "AT%26T%20phones", "what%20is%20%3Cdiv%3E%3F")),
+    ("/checkout/address", "street", ("C%2F%20Mayor%2C%2012%2C%203%C2%BA%20B", "12%20Rue%20de%20l%27%C3%89glise", "Flat%204%2C%20221B",
+                                    "P.O.%20Box%20%23512", "Stra%C3%9Fe%20des%2017.%20Juni%20135")),
+    ("/api/v2/items", "filter", ("price%3E%3D10%20and%20price%3C%3D50", "%7B%22color%22%3A%22red%22%7D", "tags%3Din(a%2Cb)",
+                                 "name%20like%20shoe%2A", "-created_at")),
+    ("/track", "ref", ("utm_source%3Dnewsletter%26utm_medium%3Demail", "gclid%3DCj0KCQjw", "fbclid%3DIwAR3xYz",
+                       "aHR0cHM6Ly9leGFtcGxlLmNvbS8%3D", "partner%3Aacme%7Cq3")),
+    ("/login", "next", ("%2Faccount%2Forders%3Fpage%3D2", "%2F", "https%3A%2F%2Fportal%2Fhome", "%2Fcart%23step-2")),
+)
+
+
+def benign_web_params(rng: random.Random) -> Scenario:
+    """Routine traffic whose query values carry quotes, brackets, operators, encodings: odd shapes, not attacks."""
+    clock, site = Clock(rng), rng.choice(SITES)
+    lines = [noise_access(rng, clock, site) for _ in range(rng.randint(5, 25))]
+    for _ in range(rng.randint(3, 12)):
+        path, name, values = rng.choice(ODD_BENIGN_PARAMS)
+        status = rng.choice((200, 200, 200, 302, 404))
+        lines.insert(rng.randint(0, len(lines)), access_line(
+            clock.tick(0.1, 20), rng.choice((private_ip(rng), public_ip(rng))), "GET", f"{path}?{name}={rng.choice(values)}",
+            status, rng.randint(300, 60000) if status == 200 else None, rng.choice(BROWSERS),
+            referrer=f"https://{site}{rng.choice(PAGES)}"))
+    what = "ordinary requests whose search, address, filter and tracking parameters contain quotes, operators and encodings"
+    return Scenario("benign_web_params", "/var/log/nginx/access.log", lines, "benign", "info", [], what,
+                    ["No action needed."])
+
+
 def web_scanner(rng: random.Random) -> Scenario:
     clock, site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
     tool = rng.choice(("Nikto/2.5.0", "Mozilla/5.0 (compatible; Nmap Scripting Engine)", "gobuster/3.6", "WPScan v3.8.25",
@@ -1015,6 +1045,7 @@ GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
         ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, sftp_exfil, benign_sftp,
         kernel_trouble, cron_dropper,
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
+        benign_web_params,
         win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
         apache_probe_errors, benign_apache_errors, cloud_attack, cloud_incident_day, benign_cloud, cloud_s3_exfil,
         benign_s3_reads, cloud_internal_bulk_read,

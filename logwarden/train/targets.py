@@ -24,6 +24,7 @@ from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import ANOMALY_MAX, EVIDENCE_MAX, FINDINGS_MAX, RECOMMENDATION_MAX, Finding
 
 NOTHING = "No action needed."
+EXCERPT_CHARS = 90  # of a cited line, quoted into a written-from-facts anomaly (answer tokens are CPU time)
 # A technique to name when the truth has none (ATT&CK-mapped sources always carry one).
 CATEGORY_TECHNIQUE = {"brute_force": "T1110", "reconnaissance": "T1595", "web_attack": "T1190",
                       "privilege_escalation": "T1548", "malware_execution": "T1059", "account_persistence": "T1136",
@@ -68,8 +69,12 @@ def _line_text(part: DigestPart, ref: str) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a space: a half path or address would not be in the digest."""
     text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut if len(cut) > limit // 2 else text[:limit]
 
 
 def _anomaly(truth: Truth, refs: Sequence[str], part: DigestPart) -> str:
@@ -79,7 +84,7 @@ def _anomaly(truth: Truth, refs: Sequence[str], part: DigestPart) -> str:
         if said.text and len(said.text) <= ANOMALY_MAX:  # the clauses the digest backs
             return said.text
     phrase = truth.phrase or _technique_name(truth) or CATEGORY_PHRASE[truth.category]
-    excerpt = _line_text(part, refs[0]) if refs else ""
+    excerpt = _clip(_line_text(part, refs[0]), EXCERPT_CHARS) if refs else ""
     text = _clip(f"{phrase}: {excerpt}" if excerpt else phrase, ANOMALY_MAX)
     return ground(text, part.text).text or phrase
 
