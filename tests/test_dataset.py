@@ -186,3 +186,19 @@ def test_dataset_build_cli(tmp_path):
                                           "--token-counter", "approx", "--no-realdata"])
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "manifest.json").read_text())["seed"] == 3
+
+
+def test_a_teacher_answer_is_kept_only_when_it_agrees_with_the_label():
+    from logwarden.train.teacher import agrees_with_label
+
+    example, _ = next((e, r) for e, r in (example_at(f"3/train/{i}") for i in range(60))
+                      if json.loads(e.assistant)["findings"])
+    target = LLMAssessment.model_validate_json(example.assistant)
+    assert agrees_with_label(target, target, example.user)
+    first = target.findings[0]
+    other = "reconnaissance" if first.category != "reconnaissance" else "web_attack"
+    relabelled = target.model_copy(update={"findings": [first.model_copy(update={"category": other})]})
+    assert not agrees_with_label(relabelled, target, example.user)
+    invented = target.model_copy(update={"recommendation": "Block 8.8.4.4 now."})
+    assert not agrees_with_label(invented, target, example.user)
+    assert not agrees_with_label(LLMAssessment(findings=[], recommendation="No action needed."), target, example.user)

@@ -46,3 +46,9 @@ def test_case_and_thousands_separators_do_not_count_as_invention():
 def test_nothing_left_gives_empty_text():
     checked = ground("Exfiltration to 8.8.8.8.", DIGEST)
     assert checked.text == "" and checked.ungrounded == ["8.8.8.8"]
+
+
+def test_a_windows_path_written_with_forward_slashes_is_the_same_fact():
+    digest = r"L4: EventID=1 Image=C:\Users\Public\update.exe CommandLine=certutil.exe -urlcache"
+    assert ground("certutil wrote C:/Users/Public/update.exe.", digest).ungrounded == []
+    assert ground(r"Dropped C:\Users\Public\other.exe.", digest).ungrounded == [r"C:\Users\Public\other.exe"]

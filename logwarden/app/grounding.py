@@ -31,10 +31,11 @@ _IDENT = re.compile(r"(?<![\w\\$@.-])[\w$@\\-]*(?:\d|[_@$\\])[\w$@\\.-]*(?![\w])
 _WORDISH = re.compile(r"\w")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*(?![\w])")
 _VOCABULARY = re.compile(r"^(?:T\d{4}(?:\.\d{3})?|[TL]\d{1,9}|" + "|".join(c for c in CATEGORIES if "_" in c) + r")$")
-# The word after one of these names someone or something ("user Admin2", "host DC02") when it does not read
-# like plain lower-case prose ("host behind", "account ran"): a capital, a digit or a symbol in it.
-_CUE = re.compile(r"\b(?:user|account|host|hostname|computer|workstation)\s+"
-                  r"(?:named\s+|called\s+)?([^\s,;:()]*[^a-z\s,;:()][^\s,;:()]*)")
+# The word after one of these names someone or something ("user mallory", "host DC02"), unless it reads as
+# prose: a stop word ("host behind", "account owner"), a verb form ("account ran", "user logged").
+_CUE = re.compile(r"\b(?:user|account|host|hostname|computer|workstation)\s+(?:named\s+|called\s+)?([^\s,;:()]+)",
+                  re.IGNORECASE)
+_PROSE = re.compile(r"^[a-z]+(?:ing|ed)$")
 _NOT_A_NAME = frozenset("""a an the this that these those its their his her our your any each every all some no not
     multiple several many one two three few new same other another unknown suspicious unusual legitimate local remote
     outside external internal privileged administrative account accounts user users host hosts and or with from to of
@@ -42,7 +43,9 @@ _NOT_A_NAME = frozenset("""a an the this that these those its their his her our 
     sessions input data creation created rights enumeration privileges privilege group groups password passwords
     credentials credential activity activities behaviour behavior profile profiles directory mode level context
     lockout lockouts mapping attempts attempt authentication identity identities object objects list lists
-    information details control access which who whose hit owner owners agent-string names logged flagged""".split())
+    information details control access which who whose hit owner owners names logged flagged behind ran runs run
+    did does do can could will would should may might must also then that's into onto via across over under after
+    before while during through against without within itself""".split())
 _CLAUSE = re.compile(r"(?<=[.;!?])\s+")
 _TRIM = ".,;:!?)]}>'\"`"
 
@@ -76,13 +79,14 @@ def entities(text: str) -> list[str]:
                 add(match.start(), match.group())
     for match in _CUE.finditer(text):
         name = match.group(1).strip(_TRIM)
-        if name.lower() not in _NOT_A_NAME and len(name) > 2:
+        if name.lower() not in _NOT_A_NAME and len(name) > 2 and not _PROSE.match(name):
             add(match.start(1), name)
     return list(dict.fromkeys(value for _, value in sorted(found)))
 
 
 def _occurs(entity: str, digest_lower: str) -> bool:
-    needle = entity.lower()
+    """`digest_lower`: the digest lower-cased with `\\` as `/` (a model may write C:/Users for C:\\Users)."""
+    needle = entity.lower().replace("\\", "/")
     if needle in digest_lower:
         return True
     if re.fullmatch(r"\d{1,3}(?:,\d{3})+", needle):  # "1,200" against "1200x"
@@ -92,7 +96,7 @@ def _occurs(entity: str, digest_lower: str) -> bool:
 
 def ground(text: str, digest: str) -> Grounded:
     """`text` with every clause removed that names an entity absent from `digest`."""
-    lowered = digest.lower()
+    lowered = digest.lower().replace("\\", "/")
     kept, named, missing = [], [], []
     for clause in _CLAUSE.split(text.strip()):
         names = entities(clause)
