@@ -90,7 +90,7 @@ class RuleHit:
 
     def describe(self, max_keys: int = 5) -> str:
         head = f"{self.rule_id} [{self.level}, {self.category}, {','.join(self.techniques)}]: {_clip(self.title, 100)}"
-        keys = [f"{k} ({n} lines)" for k, n in self.keys[:max_keys] if k]
+        keys = [f"{k} ({n} lines)" for k, n in self.keys[:max_keys] if k] if max_keys else []
         more = f" +{len(self.keys) - max_keys} more" if len(self.keys) > max_keys else ""
         return head + (" — " + ", ".join(keys) + more if keys else "")
 
@@ -146,13 +146,15 @@ class Digest:
     # ---- rendering ---------------------------------------------------------------------------
 
     def _intro(self) -> list[str]:
-        return [f"source: {self.source} ({self.format})" + (f" host: {self.host}" if self.host else ""),
-                f"lines {self.line_start}-{self.line_end} ({self.line_count} lines)" + self._span()]
+        span = f"line {self.line_start}" if self.line_count == 1 else \
+            f"lines {self.line_start}-{self.line_end} ({self.line_count} lines)"
+        return [f"source: {self.source} ({self.format})" + (f" host: {self.host}" if self.host else ""), span + self._span()]
 
     def _rules_line(self, shape: HeaderShape) -> str:
         shown = self.rules[:shape.rules]
         more = f"; … {len(self.rules) - len(shown)} more rules" if len(shown) < len(self.rules) else ""
-        return "rules fired: " + ("; ".join(r.describe() for r in shown) + more if shown else "none")
+        keys = 0 if self.lean else 5  # a few lines are all shown: the keys would repeat them
+        return "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
 
     def header(self, shape: HeaderShape = HeaderShape()) -> str:
         """Part 1's header: the window's templates, top values and rules."""
