@@ -259,7 +259,8 @@ def trace_text(window: Window, events: Sequence[Event], indicators: Indicators, 
     host = window.host()
     first = next((e.ts for e in events if e.ts), None)
     last = next((e.ts for e in reversed(events) if e.ts), None)
-    span = f"{first.isoformat()} .. {last.isoformat()}" if first and last else "time not in the log"
+    span = "time not in the log" if not (first and last) else \
+        first.isoformat() if first == last else f"{first.isoformat()} .. {last.isoformat()}"
     parts = [f"{len(events)} line(s) of {window.source}" + (f" on {host}" if host else "")
              + f", lines {events[0].line_no}-{events[-1].line_no}, {span}"]
     for label, values in (("from", indicators.ips), ("accounts", indicators.users), ("processes", indicators.processes)):
