@@ -22,8 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-BENIGN = ('{"anomaly":"none","trace":"none","recommendation":"none","category":"benign","techniques":[],'
-          '"risk_level":"info"}')
+BENIGN = '{"findings":[],"recommendation":"none"}'
 CHUNK = 10
 
 

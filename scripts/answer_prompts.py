@@ -1,11 +1,12 @@
 """Answer recorded prompts with the embedded model here (CPU), in the same answers format as
-scripts/device_job.py, e.g. to top up a GPU run's answers for prompts that changed since.
+scripts/device_job.py, e.g. to top up a GPU run's answers for prompts that changed since. Each
+prompt row may carry its own `schema` (as `RecordingEngine` writes them); it is honoured.
 
     PYTHONPATH=. python scripts/answer_prompts.py --prompts new.jsonl --out answers_base.jsonl --adapter none
     PYTHONPATH=. python scripts/answer_prompts.py --prompts new.jsonl --out answers_adapter.jsonl
 
-`--quant nf4` (default) quantizes the embedded weights as the GPU run did (bitsandbytes' CPU
-backend: same NF4 format, different kernels, so greedy answers can differ in places).
+`--quant nf4` quantizes the embedded weights as the GPU run did (bitsandbytes' CPU backend: same
+NF4 format, different kernels, so greedy answers can differ in places); default fp32.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--adapter", default=None, help="adapter folder, or none (default: the shipped one)")
     ap.add_argument("--max-batch", type=int, default=4)
+    ap.add_argument("--quant", default="fp32")
+    ap.add_argument("--max-new-tokens", type=int, default=320)
     args = ap.parse_args()
+    args.decoder = "eager"
     prompts = [json.loads(line) for line in args.prompts.read_text().splitlines() if line.strip()]
     folder = ensure_converted(PACKS["embedded"], get_settings().model_cache)
     adapter = resolve_adapter("embedded", args.adapter)
-    report = generate(folder, Path(adapter) if adapter else None, prompts, args.out, args.max_batch, decoder="eager")
-    print(json.dumps(report))
+    report = generate(folder, Path(adapter) if adapter else None, {args.prompts.stem: prompts}, args.out, args)
+    print(json.dumps(report, default=str))
 
 
 if __name__ == "__main__":

@@ -2,9 +2,15 @@
 
 Converts the embedded GGUF (verified by sha256 before) to a bf16 safetensors folder, trains the
 QLoRA adapter with `logwarden.train.train`, then generates answers for the recorded evaluation
-prompts with the base model and with base + adapter through the real `LocalEngine` (nf4, the
-JSON grammar, batching) and writes everything to --out. Scoring happens back on the CPU machine
-(scripts/device_score.py) through the unchanged pipeline via `ReplayEngine`.
+prompts — sample_logs, the realdata held-out side, the generated validation split — with the
+base model and with base + adapter through the real `LocalEngine` (nf4, batching, and each
+prompt's OWN grammar: its recorded schema admits only the evidence ids its digest part shows),
+and writes everything to --out. Scoring happens back on the CPU machine (scripts/device_score.py)
+through the unchanged pipeline via `ReplayEngine`.
+
+The same script runs on a CPU with a tiny random model for a dress rehearsal
+(`--model-folder DIR --quant fp32 --decoder eager`, tests/test_device_job.py), so the one
+H200 session cannot fail on a bug.
 """
 
 from __future__ import annotations
@@ -37,6 +43,12 @@ def convert(gguf: Path, folder: Path) -> None:
     print(f"converted in {time.time() - t:.1f}s", flush=True)
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """Rows of a .jsonl or .jsonl.gz file."""
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+
+
 def unpack(data: Path, work: Path) -> Path:
     out = work / "data"
     out.mkdir(parents=True, exist_ok=True)
@@ -53,7 +65,8 @@ def train(folder: Path, data: Path, out: Path, args) -> dict:
     from logwarden.train.train import TrainConfig, run_training
 
     cfg = TrainConfig(base=str(folder), data=data, out=out, epochs=args.epochs, lr=args.lr, rank=args.rank,
-                      alpha=2 * args.rank, batch=args.batch, max_steps=args.max_steps, max_len=args.max_len, quant="nf4")
+                      alpha=2 * args.rank, batch=args.batch, max_steps=args.max_steps, max_len=args.max_len,
+                      quant=args.quant)
     every = lambda step, total, loss: step % 25 == 0 and print(f"step {step}/{total} loss {loss:.4f}", flush=True)
     card = run_training(cfg, every)
     card["base"]["base"] = "embedded"
@@ -62,31 +75,47 @@ def train(folder: Path, data: Path, out: Path, args) -> dict:
     return card
 
 
-def generate(folder: Path, adapter: Path | None, prompts: list[dict], out: Path, max_batch: int,
-             decoder: str = "graphs") -> dict:
+def prompt_sets(data: Path, work: Path, val_limit: int) -> dict[str, list[dict]]:
+    """{set name: [{"system", "user", "schema"}]}: every recorded prompts_<set> file, and the generated validation prompts."""
+    sets = {}
+    for path in sorted(data.glob("prompts_*.jsonl*")):
+        sets[path.name.split(".")[0].removeprefix("prompts_")] = read_jsonl(path)
+    val = read_jsonl(unpack(data, work) / "val.jsonl")[:val_limit]
+    sets["val"] = [{"system": v["system"], "user": v["user"], "schema": v["meta"].get("schema")} for v in val]
+    return sets
+
+
+def generate(folder: Path, adapter: Path | None, sets: dict[str, list[dict]], out: Path, args) -> dict:
     from logwarden.engine.api import Request
     from logwarden.engine.load import load_engine
     from logwarden.schemas import assessment_json_schema
 
-    engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant="nf4", max_batch=max_batch,
-                         cache_kind="dynamic" if decoder == "eager" else "static", decoder=decoder)
+    engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant=args.quant,
+                         max_batch=args.max_batch, cache_kind="dynamic" if args.decoder == "eager" else "static",
+                         decoder=args.decoder)
     engine.token_budget = 10**9  # an H200 holds 128 rows of 0.5B KV easily; fewer, fuller batches
-    t = time.time()
-    gens = engine.generate([Request(p["system"], p["user"]) for p in prompts], schema=assessment_json_schema(),
-                           max_new_tokens=320)
-    wall = time.time() - t
+    report, t_all = {}, time.time()
     with out.open("w") as fh:
-        for p, g in zip(prompts, gens):
-            fh.write(json.dumps({"user": p["user"], "text": g.text, "finished": g.finished, "error": g.error,
-                                 "stats": g.stats.as_dict()}, ensure_ascii=False) + "\n")
-    new = sum(g.stats.new_tokens for g in gens)
-    return {"prompts": len(prompts), "wall_s": wall, "new_tokens": new, "tokens_per_s": new / wall,
-            "unfinished": sum(not g.finished for g in gens), "engine": engine.describe()}
+        for name, rows in sets.items():
+            t = time.time()
+            requests = [Request(p["system"], p["user"], schema=p.get("schema")) for p in rows]
+            gens = engine.generate(requests, schema=assessment_json_schema(), max_new_tokens=args.max_new_tokens)
+            wall = time.time() - t
+            for p, g in zip(rows, gens):
+                fh.write(json.dumps({"set": name, "user": p["user"], "text": g.text, "finished": g.finished,
+                                     "error": g.error, "stats": g.stats.as_dict()}, ensure_ascii=False) + "\n")
+            new = sum(g.stats.new_tokens for g in gens)
+            report[name] = {"prompts": len(rows), "wall_s": round(wall, 1), "new_tokens": new,
+                            "tokens_per_s": round(new / wall, 1) if wall else 0.0,
+                            "unfinished": sum(not g.finished for g in gens)}
+            print(name, json.dumps(report[name]), flush=True)
+    return {"sets": report, "wall_s": round(time.time() - t_all, 1), "engine": engine.describe()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--gguf", type=Path, required=True)
+    ap.add_argument("--gguf", type=Path, default=None, help="The embedded GGUF (converted once to --work/hf).")
+    ap.add_argument("--model-folder", type=Path, default=None, help="A transformers folder instead of --gguf.")
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
@@ -98,28 +127,30 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=None)
     ap.add_argument("--max-len", type=int, default=1024)
     ap.add_argument("--max-batch", type=int, default=64)
-    ap.add_argument("--val-prompts", type=int, default=300)
+    ap.add_argument("--quant", default="nf4", help="nf4 on the H200 (QLoRA); fp32 for the CPU rehearsal")
+    ap.add_argument("--max-new-tokens", type=int, default=320, help="RunOptions.max_new_tokens: as the pipeline")
+    ap.add_argument("--val-prompts", type=int, default=10**9, help="Generated validation prompts to answer.")
     ap.add_argument("--adapter", type=Path, default=None,
                     help="Adapter for the generate stage (default: the one the train stage wrote to --work).")
     ap.add_argument("--configs", default="base,adapter", help="Which models answer: base, adapter or both.")
     ap.add_argument("--decoder", default="graphs", choices=("graphs", "eager"),
                     help="graphs = the CUDA default (static cache, replayed steps); eager = dynamic cache")
     args = ap.parse_args()
-    folder, adapter = args.work / "hf", args.adapter or args.work / "adapter"
-    convert(args.gguf, folder)
+    if (args.gguf is None) == (args.model_folder is None):
+        sys.exit("give exactly one of --gguf and --model-folder")
+    folder, adapter = args.model_folder or args.work / "hf", args.adapter or args.work / "adapter"
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.gguf is not None:
+        convert(args.gguf, folder)
     if args.stage in ("train", "all"):
         train(folder, unpack(args.data, args.work), adapter, args)
         shutil.copytree(adapter, args.out / "adapter", dirs_exist_ok=True, ignore=shutil.ignore_patterns("README.md"))
     if args.stage in ("generate", "all"):
-        rows = [json.loads(l) for l in (args.data / "prompts_suspicious.jsonl").read_text().splitlines() if l.strip()]
-        val = [json.loads(l) for l in (unpack(args.data, args.work) / "val.jsonl").read_text().splitlines() if l.strip()]
-        prompts = rows + [{"system": v["system"], "user": v["user"]} for v in val[: args.val_prompts]]
+        sets = prompt_sets(args.data, args.work, args.val_prompts)
         report = {}
         for name, ad in (("base", None), ("adapter", adapter)):
-            if name not in args.configs.split(","):
-                continue
-            report[name] = generate(folder, ad, prompts, args.out / f"answers_{name}.jsonl", args.max_batch, args.decoder)
-            print(name, json.dumps(report[name]), flush=True)
+            if name in args.configs.split(","):
+                report[name] = generate(folder, ad, sets, args.out / f"answers_{name}.jsonl", args)
         (args.out / "generation.json").write_text(json.dumps(report, indent=2))
 
 

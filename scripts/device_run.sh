@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# How the shipped adapter (logwarden/adapters/security-v1) was trained and evaluated on the borrowed
-# H200. The GPU box has no network and none of logwarden's light dependencies, and one `run` call
-# carries at most 64 MiB, so the work is split into calls made back to back (the box stays warm
-# ~30 s between calls). This file is a recipe: the `run` calls are made with the device tool.
+# How the adapter is trained on dataset v4 and evaluated on the borrowed H200 (issue 15). The GPU box
+# has no network and none of logwarden's light dependencies, and one `run` call carries at most 64 MiB,
+# so the work is split into calls made back to back (the box stays warm between calls; /root/m and
+# /tmp/site persist while it is held). This file is a recipe: the `run` calls are made with the device tool.
+#
+# 0. Rehearse here first (CPU, tiny random Qwen2, the same scripts and arguments, ~3 min):
+#    CI=true python -m pytest -q tests/test_device_job.py
 #
 # 1. Here (CPU), prepare what travels, all under ignored folders (.mdl/, .whl/ are in .gitignore):
-#    python scripts/device_prepare.py          # GGUF slices → .mdl/c00..c10 (46 MB each, sha256 checked),
-#                                              # dataset (4,400 windows, seed 7) → .mdl/data/*.jsonl.gz,
-#                                              # sample_logs prompts recorded by the real pipeline → .mdl/data/
+#    PYTHONPATH=. python scripts/device_prepare.py --n 3000 --seed 7
+#        # GGUF slices → .mdl/c00..c10 (46 MB each, sha256 checked);
+#        # dataset v4 → .mdl/data/{train,val}.jsonl.gz (3,000 generated windows → ~4,300 prompts, + ~1,000 prompts
+#        #   cut from the realdata train side; manifest.json says how many, answer tokens, targets_ungrounded = 0);
+#        # prompts with their per-prompt schemas → .mdl/data/prompts_sample.jsonl.gz (sample_logs, ~150) and
+#        #   prompts_heldout.jsonl.gz (realdata held-out, 924 prompts, rare-line coverage 100%)
 #    pip download ... -d .mdl/w9 bitsandbytes==0.50.2 xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 \
 #        pydantic_core==2.46.4 typing-inspection==0.4.2 annotated-types==0.7.0 apache-tvm-ffi==0.1.15.post2
 #    (the device README's platform flags; bitsandbytes is 43 MB, the rest ~7 MB)
@@ -16,22 +22,41 @@
 #    run carry=[".mdl/cNN"]  command:
 #      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*92)) conv=notrunc status=none
 #
-# 3. Then one call carrying the wheels (.mdl/w9: bitsandbytes slimmed to its CUDA 13 library, xgrammar,
-#    pydantic, gguf...) and the data: it converts the GGUF, trains, and answers the 522 prompts with the base
-#    model and with the new adapter (441 s in session 4). Session 4's command:
-#    run carry=[".mdl/w9", ".mdl/data"]  timeout_s=600  command:
+# 3. One call installs the wheels (they and the data together exceed one call's 64 MiB):
+#    run carry=[".mdl/w9"]  command:
+#      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/w9/*.whl && \
+#      echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
+#
+# 4. Train (GGUF → bf16 ~52 s, then QLoRA; estimate from session 4's 43,900 tokens/s: ~5,300 prompts ×
+#    ~1,150 tokens × 2 epochs ≈ 12 M tokens ≈ 280 s; ~6 min in all):
+#    run carry=[".mdl/data"]  timeout_s=600  command: bash scripts/device_run.sh train
+#
+# 5. Generate: base and base + adapter answer the ~1,500 prompts (sample_logs, realdata held-out, 300
+#    generated validation windows), each under its own grammar (compiled on 8 threads); estimate from
+#    session 4 (522 prompts in 18–24 s per config) ~1–1.5 min per config:
+#    run carry=[".mdl/data"]  timeout_s=600  command: bash scripts/device_run.sh generate
+#
+# 6. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,training.json} to
+#    logwarden/adapters/security-v2/ (base_model_name_or_path "embedded"; a MODEL_CARD.md like v1's) and make
+#    it the default in logwarden/adapters/__init__.py; put both answers_*.jsonl in one folder and score the
+#    three sets, rules-only / base / base + adapter, through the unchanged pipeline:
+#    PYTHONPATH=. python scripts/device_score.py --results <folder> --markdown     # the EVAL.md tables
+#    PYTHONPATH=. python scripts/device_score.py --results <folder> > <folder>/score.json
+#
+# Evaluation only (an existing adapter, no training): steps 2, 3, then
+#    bash scripts/device_run.sh generate --adapter logwarden/adapters/security-v1
 set -euo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/w9/*.whl
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
-python3 scripts/device_job.py --gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT" --stage all \
-    --configs base,adapter --epochs 3 --rank 12 --batch 16 --lr 2e-4 --max-len 1024 --max-batch 128 --val-prompts 440 \
-    > "$OUT/job.log" 2>&1
-#
-# 4. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,training.json} to
-#    logwarden/adapters/security-v1/ (base_model_name_or_path "embedded"; update MODEL_CARD.md), put both
-#    answers_*.jsonl in one folder and score rules-only, base and adapter in one run:
-#    PYTHONPATH=. python scripts/device_score.py --results <folder> --val-limit 440
-#
-# Evaluation only (the shipped adapter, no training): the 11 slice calls, then step 3's command with
-# --stage generate --configs base,adapter --adapter logwarden/adapters/security-v1 (no --epochs ...).
+stage=${1:?usage: device_run.sh train|generate [extra device_job.py arguments]}
+shift
+common=(--gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT")
+case "$stage" in
+  train)
+    python3 scripts/device_job.py "${common[@]}" --stage train --epochs 2 --rank 12 --batch 16 --lr 2e-4 \
+        --max-len 1024 "$@" > "$OUT/train.log" 2>&1 ;;
+  generate)
+    python3 scripts/device_job.py "${common[@]}" --stage generate --configs base,adapter --max-batch 128 \
+        --val-prompts 430 "$@" > "$OUT/generate.log" 2>&1 ;;
+  *) echo "unknown stage $stage" >&2; exit 2 ;;
+esac
+tail -5 "$OUT/$stage.log"

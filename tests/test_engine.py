@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Literal
 
 import pytest
@@ -14,11 +15,12 @@ from _engine_helpers import build_tiny_qwen, ANALYST_SYSTEM, SQLI_USER, SSHD_USE
 from logwarden.errors import ModelError
 from logwarden.engine import prefix_cache as prefix_module
 from logwarden.engine.api import Request, Sampling
-from logwarden.engine.constrained import _control_free_mask, token_bound
+from logwarden.engine.constrained import GrammarCache, _control_free_mask, token_bound
 from logwarden.engine.detok import Detokenizer
 from logwarden.engine.generate import adjust, sample
 from logwarden.engine.local import EngineInfo, LocalEngine
 from logwarden.schemas import LLMAssessment, assessment_json_schema
+from logwarden.schemas.assessment import answer_schema
 
 USERS = [SSHD_USER, SQLI_USER, "Mar 11 03:00:01 web-01 CRON[3321]: (root) CMD (run-parts /etc/cron.hourly)",
          "198.51.100.7 - - [02/May/2024:10:02:00 +0000] \"GET /health HTTP/1.1\" 200 2 \"-\" \"kube-probe/1.29\"",
@@ -119,7 +121,57 @@ def test_llm_assessment_finishes_and_validates_when_budget_covers_the_schema(tin
     for generation in generations:
         assert generation.finished, generation.text[-200:]
         assessment = LLMAssessment.model_validate_json(generation.text)
-        assert len(assessment.anomaly) <= 300
+        assert all(len(f.anomaly) <= 160 for f in assessment.findings)
+
+
+EVIDENCE = re.compile(r'"evidence": \[([^\]]*)')  # xgrammar's separators are ", " and ": "
+
+
+def test_per_window_grammar_only_admits_that_windows_ids(tiny_engine):
+    """The grammar of one prompt admits exactly the evidence ids its digest shows: another window's
+    line or template id cannot even be started, and the generic schema would have accepted it."""
+    compiled = tiny_engine._grammar_cache().compiled(answer_schema(["T1", "T2", "L17", "L230"]))
+    head = '{"findings": [{"evidence": ["'
+    for ref, admitted in (("L17", True), ("L230", True), ("T2", True), ("L18", False), ("L2", False),
+                          ("T3", False), ("L1700", False)):
+        assert xgr.GrammarMatcher(compiled).accept_string(f'{head}{ref}"') is admitted, ref
+    generic = tiny_engine._grammar_cache().compiled(assessment_json_schema())
+    assert xgr.GrammarMatcher(generic).accept_string(f'{head}L18"')
+
+
+def test_rows_of_one_batch_follow_their_own_grammars(tiny_engine):
+    """Two windows in one batch, each with its own evidence ids: every id a row writes is one of its own."""
+    own = {0: ["T1", "L3", "L4"], 1: ["T1", "T2", "L900"], 2: ["L41"]}
+    requests = [Request(ANALYST_SYSTEM, USERS[i], schema=answer_schema(refs)) for i, refs in own.items()]
+    written = {i: set() for i in own}
+    for seed in range(6):
+        generations = tiny_engine.generate(requests, max_new_tokens=80, sampling=Sampling(temperature=1.0, seed=seed))
+        assert max(g.stats.batch_size for g in generations) == len(requests)  # one batch, three grammars
+        for i, generation in enumerate(generations):
+            for items in EVIDENCE.findall(generation.text):
+                written[i] |= {item.strip(' "') for item in items.split(",") if item.strip(' "')}
+    assert any(written.values()), "the random model never wrote a finding: the test proved nothing"
+    for i, refs in own.items():
+        assert written[i] <= set(refs), (i, written[i])
+
+
+def test_constrained_and_free_requests_in_one_call(tiny_engine):
+    mixed = [Request(ANALYST_SYSTEM, USERS[0], schema=answer_schema(["L1"])), Request(ANALYST_SYSTEM, USERS[1])]
+    both = tiny_engine.generate(mixed, max_new_tokens=20)
+    assert both[0].text.startswith('{"findings": [') and not both[1].text.startswith('{"findings"')
+    assert both[1].text == tiny_engine.generate(mixed[1:], max_new_tokens=20)[0].text
+
+
+def test_compiled_grammars_are_an_lru_cache_with_stats(qwen_tokenizer):
+    cache = GrammarCache(qwen_tokenizer, 151_936, [151_645], max_size=2)
+    schemas = [answer_schema([f"L{n}"]) for n in (1, 2, 3)]
+    for schema in schemas:
+        cache.compiled(schema)
+    assert len(cache) == 2 and cache.stats.compiled == 3 and cache.stats.compile_s > 0
+    cache.compiled(schemas[2])
+    assert cache.stats.hits == 1 and cache.stats.compiled == 3
+    cache.compiled(schemas[0])  # evicted (least recently used): compiled again
+    assert cache.stats.compiled == 4
 
 
 def test_unfinished_constrained_output_is_a_valid_prefix(tiny_engine, qwen_tokenizer):
@@ -128,7 +180,7 @@ def test_unfinished_constrained_output_is_a_valid_prefix(tiny_engine, qwen_token
     assert not generation.finished and generation.stats.new_tokens == 30
     with pytest.raises(json.JSONDecodeError):
         json.loads(generation.text)
-    compiled = tiny_engine._grammars.compiled(schema)
+    compiled = tiny_engine._grammar_cache().compiled(schema)
     assert xgr.GrammarMatcher(compiled).accept_string(generation.text)
 
 

@@ -47,7 +47,7 @@ def load_bench():
 def test_batch_bitmask_equals_per_row_fill_along_diverging_paths(qwen_tokenizer):
     grammars = GrammarCache(qwen_tokenizer, 151_936, [151_645])
     compiled = grammars.compiled(assessment_json_schema())
-    batch = grammars.constraint(assessment_json_schema(), 3)
+    batch = grammars.constraint([assessment_json_schema()] * 3)
     reference = [xgr.GrammarMatcher(compiled) for _ in range(3)]
     single = xgr.allocate_token_bitmask(1, 151_936)
     for step in range(40):
@@ -68,7 +68,7 @@ def test_batch_bitmask_equals_per_row_fill_along_diverging_paths(qwen_tokenizer)
 
 def test_batch_mask_on_a_subset_of_rows_uses_those_rows_matchers(qwen_tokenizer):
     grammars = GrammarCache(qwen_tokenizer, 151_936, [151_645])
-    batch = grammars.constraint(assessment_json_schema(), 3)
+    batch = grammars.constraint([assessment_json_schema()] * 3)
     opening = qwen_tokenizer.convert_tokens_to_ids('{"')
     batch.accept_many([1], [opening])  # row 1 is past the opening brace, rows 0 and 2 are not
     logits = torch.zeros((2, 151_936))
@@ -79,7 +79,7 @@ def test_batch_mask_on_a_subset_of_rows_uses_those_rows_matchers(qwen_tokenizer)
 def test_a_token_outside_the_grammar_is_reported(qwen_tokenizer):
     from logwarden.errors import ModelError
 
-    batch = GrammarCache(qwen_tokenizer, 151_936, [151_645]).constraint(assessment_json_schema(), 2)
+    batch = GrammarCache(qwen_tokenizer, 151_936, [151_645]).constraint([assessment_json_schema()] * 2)
     with pytest.raises(ModelError, match="outside the grammar"):
         batch.accept_many([0, 1], [qwen_tokenizer.convert_tokens_to_ids('{"'), qwen_tokenizer.convert_tokens_to_ids("hello")])
 

@@ -1,10 +1,9 @@
-"""Template mining, windowing and the digest on real-format sshd lines."""
+"""Template mining and windowing on real-format sshd lines (the digest: test_digest.py)."""
 
 from datetime import datetime, timedelta
 
-from logwarden.app.digest import build_digest
 from logwarden.app.mine import CombinedMasking, SourceMiner, windows
-from logwarden.app.models import Event, Signal
+from logwarden.app.models import Event
 
 T0 = datetime(2026, 3, 1, 10, 0, 0)
 
@@ -48,31 +47,3 @@ def test_windows_cut_on_gap_and_size():
     assert [len(w.events) for w in cut] == [4, 4, 2, 4, 1]
     assert sum(len(w.events) for w in cut) == len(events)
     assert cut[2].line_end == 10 and cut[3].line_start == 11
-
-
-def test_digest_compresses_and_keeps_evidence_lines():
-    events = [sshd(i, f"Failed password for invalid user u{i} from 203.0.113.7 port {5000 + i} ssh2") for i in range(300)]
-    events.append(sshd(300, "Accepted password for root from 203.0.113.7 port 6000 ssh2"))
-    miner = SourceMiner()
-    window = next(windows(events, miner, source="auth.log", inode=1, fmt="syslog"))
-    signal = Signal(rule_id="lw-ssh-success-after-failures", title="login after failures", level="high",
-                    category="brute_force", techniques=["T1110.001"], source="auth.log", line_numbers=[1, 301])
-    digest = build_digest(window, miner, [signal])
-    text = digest.render()
-    assert "300x sshd: Failed password for invalid user <USER> from <IP> port <NUM> ssh2" in text
-    assert "203.0.113.7 x301" in text
-    assert "L301: " in text and "Accepted password for root" in text
-    assert "lw-ssh-success-after-failures" in text
-    assert len(text) * 10 < window.raw_chars  # the digest is >10x smaller than the raw lines
-
-
-def test_digest_fit_respects_token_budget():
-    # 30 message lengths → 30 templates (Drain clusters by token count first)
-    events = [sshd(i, " ".join(["alpha"] * (i % 30 + 1)) + f" end{i}") for i in range(400)]
-    miner = SourceMiner()
-    window = next(windows(events, miner, source="auth.log", inode=1, fmt="syslog"))
-    digest = build_digest(window, miner, [])
-    count = lambda s: len(s) // 4  # noqa: E731
-    fitted = digest.fit(150, count)
-    assert count(fitted) <= 150 or fitted.count("\n L") <= 1
-    assert len(fitted) < len(digest.render())

@@ -12,8 +12,10 @@ from logwarden.app.pipeline import BREAKER_FAILURES, Pipeline, RunOptions
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.engine.api import Generation, GenStats
 
-GOOD = ('{"anomaly":"30 failed logins then root login","trace":"203.0.113.7 → sshd web01","recommendation":'
-        '"block it","category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}')
+# T1 of the auth.log window is its most frequent template: the 30 failed passwords
+GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
+        '"category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block 203.0.113.7."}')
+NOTHING = '{"findings":[],"recommendation":"No action needed."}'
 
 
 class ScriptedEngine:
@@ -29,7 +31,8 @@ class ScriptedEngine:
         step = self.script.pop(0) if self.script else GOOD
         if isinstance(step, Exception):
             raise step
-        texts = step if isinstance(step, list) else [step] * len(requests)
+        # a scripted answer is about sshd lines; other windows (the access log) get "nothing abnormal"
+        texts = step if isinstance(step, list) else [step if "sshd" in r.user else NOTHING for r in requests]
         return [Generation(text=t, stats=GenStats(prompt_tokens=100, new_tokens=20, batch_size=len(requests)),
                            finished=t.endswith("}")) for t in texts[: len(requests)]]
 
@@ -62,7 +65,7 @@ def test_valid_answer_is_merged_and_can_raise(setup):
     assert brute.engine_stats["new_tokens"] == 20 and metrics.llm_calls == 1
 
 
-@pytest.mark.parametrize("bad", ["", "not json", '{"anomaly": "1.0.0.0.0.0', '{"anomaly":"x"}'])
+@pytest.mark.parametrize("bad", ["", "not json", '{"findings": [{"anomaly": "1.0.0.0.0.0', '{"findings":"x"}'])
 def test_invalid_output_falls_back_to_rules_with_the_error(setup, bad):
     path, store = setup
     metrics = analyze(store, ScriptedEngine([bad, bad]), path)

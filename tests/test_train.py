@@ -57,7 +57,8 @@ def test_training_lowers_loss_saves_and_the_adapter_changes_outputs(data, qwen_t
                       quant="fp32", device="cpu", seed=1)
     card = run_training(cfg)
     m = card["metrics"]
-    assert m["steps"] == 12 and len(m["val_loss"]) == 3
+    examples = len((data / "train.jsonl").read_text().splitlines())  # one per prompt: a window may have several
+    assert m["steps"] == 3 * -(-examples // 2) and len(m["val_loss"]) == 3
     assert m["last_loss"] < m["first_loss"] and m["val_loss"][-1] < m["val_loss"][0]
     assert (out / "adapter_model.safetensors").is_file() and (out / "MODEL_CARD.md").is_file()
     config = json.loads((out / "adapter_config.json").read_text())
@@ -78,12 +79,23 @@ def test_train_cli_missing_data_says_how_to_fix(tmp_path):
     assert "logwarden dataset build" in result.output or "logwarden dataset build" in str(result.exception)
 
 
-def test_embedded_gets_the_shipped_adapter_unless_none():
+def test_embedded_gets_the_shipped_adapter_only_when_it_was_trained_on_this_prompt(tmp_path, monkeypatch):
+    from logwarden import adapters
     from logwarden.adapters import SECURITY_V1, default_adapter, resolve_adapter
+    from logwarden.prompts import PROMPT_VERSION
 
     assert (SECURITY_V1 / "adapter_config.json").is_file()
     assert (SECURITY_V1 / "adapter_model.safetensors").stat().st_size <= 16 * 1024 * 1024
-    assert resolve_adapter("embedded", None) == str(SECURITY_V1) == str(default_adapter("embedded"))
+    # security-v1 learnt record schema 1 (analyze_v1): not applied to analyze_v2 prompts unless named
+    assert adapters.trained_prompt_version(SECURITY_V1) == "analyze_v1" != PROMPT_VERSION
+    assert resolve_adapter("embedded", None) is None and default_adapter("embedded") is None
+    assert resolve_adapter("embedded", str(SECURITY_V1)) == str(SECURITY_V1)
+    current = tmp_path / "security-vN"
+    current.mkdir()
+    (current / "adapter_config.json").write_text("{}")
+    (current / "training.json").write_text(json.dumps({"data": {"manifest": {"prompt_version": PROMPT_VERSION}}}))
+    monkeypatch.setitem(adapters.DEFAULTS, "embedded", current)
+    assert resolve_adapter("embedded", None) == str(current) == str(default_adapter("embedded"))
     assert resolve_adapter("embedded", "none") is None and resolve_adapter("embedded", "NONE") is None
     assert resolve_adapter("/models/other", None) is None
     assert resolve_adapter("embedded", "/my/adapter") == "/my/adapter"

@@ -259,3 +259,16 @@ def test_password_gate(ui, monkeypatch):
     assert "Wrong password" in at.error[0].value and not at.metric
     at.text_input(key="lw_password").input("correct horse").run()
     assert [t.value for t in at.title] == ["Overview"] and at.metric
+
+
+def test_record_detail_says_what_the_model_pointed_at_and_what_was_removed(ui):
+    from logwarden.schemas import Evidence
+
+    store, _, open_page = ui
+    record = make_record(source="/var/log/model.log", decided_by="llm", ungrounded=["203.0.113.99", "7"],
+                         evidence=Evidence(line_numbers=[3, 4], refs=["T2", "L4"]))
+    store.upsert_records([record])
+    at = open_page("record", id=record.id)
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")  # markdown-escaped on the page
+    assert "the model pointed at T2, L4" in captions
+    assert "not in the digest it was shown: 203.0.113.99, 7" in captions

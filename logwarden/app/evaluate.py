@@ -12,8 +12,12 @@ risk_max?}`, extra keys such as `techniques`/`note` ignored), and the pure scori
   `risk_max` (no `risk_max` = any record counts);
 - a record overlaps a unit when one of its evidence line numbers lies in the unit (the span
   `line_start..line_end` when the record lists no evidence lines).
-Scores are kept per source file and overall. Running the pipeline to get the records lives in
-`run_eval`; knows nothing of the CLI, tables or the model's internals.
+Scores are kept per file, per source (a file's top folder: `csic2010/…` → `csic2010`) and overall;
+`filter_units` keeps the units of one side of a split (`data/realdata_split.json`). Besides the
+scores, a run reports how faithful the model was (`ungrounded_rate`: entities its texts named
+that its digest lacked) and how much of the rare lines it was shown (`rare_line_coverage`), from
+the pipeline's metrics. Running the pipeline to get the records lives in `run_eval`; knows
+nothing of the CLI, tables or the model's internals.
 """
 
 from __future__ import annotations
@@ -110,9 +114,11 @@ class Report:
     overall: Scores
     per_file: dict[str, Scores]
     units: list[UnitResult]
+    per_source: dict[str, Scores] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"overall": self.overall.as_dict(),
+                "per_source": {name: s.as_dict() for name, s in self.per_source.items()},
                 "per_file": {name: s.as_dict() for name, s in self.per_file.items()},
                 "missed": [u.unit.model_dump() for u in self.units if u.unit.is_attack and not u.detected],
                 "wrong_category": [u.unit.model_dump() | {"categories_seen": u.categories_seen,
@@ -148,6 +154,24 @@ def _parse_label(line: str, path: Path, no: int) -> LabelledUnit:
     if unit.line_end < unit.line_start:
         raise InputError(f"{path}:{no}: line_end {unit.line_end} < line_start {unit.line_start}. Fix: swap them.")
     return unit
+
+
+def filter_units(units: Sequence[LabelledUnit], sides: dict[str, str], side: str) -> list[LabelledUnit]:
+    """The units whose file is on `side` of a split (`sides`: file → side); a file the split does not
+    know is an error (the split was made from other labels)."""
+    unknown = sorted({u.file for u in units} - set(sides))
+    if unknown:
+        raise InputError(f"the split does not know {len(unknown)} labelled file(s), e.g. {unknown[0]}. Fix: rebuild it "
+                         f"with `logwarden dataset split` from these labels.")
+    kept = [u for u in units if sides[u.file] == side]
+    if not kept:
+        raise InputError(f"no labelled unit lies on the {side!r} side of the split.")
+    return kept
+
+
+def source_of(file: str) -> str:
+    """A file's source: its top folder (`csic2010/anomal.txt` → `csic2010`), or the file itself."""
+    return file.split("/", 1)[0] if "/" in file else file
 
 
 def labelled_files(units: Iterable[LabelledUnit], labels_dir: Path) -> list[Path]:
@@ -196,14 +220,15 @@ def score(units: Sequence[LabelledUnit], records: Sequence[ScoredRecord]) -> Rep
     by_source: dict[str, list[ScoredRecord]] = {}
     for record in records:
         by_source.setdefault(record.source, []).append(record)
-    overall, per_file, results = Scores(), {}, []
+    overall, per_file, per_source, results = Scores(), {}, {}, []
     for unit in units:
         result = score_unit(unit, by_source.get(unit.file, []))
         results.append(result)
         scores = _unit_scores(result)
         overall.add(scores)
         per_file.setdefault(unit.file, Scores()).add(scores)
-    return Report(overall=overall, per_file=per_file, units=results)
+        per_source.setdefault(source_of(unit.file), Scores()).add(scores)
+    return Report(overall=overall, per_file=per_file, units=results, per_source=per_source)
 
 
 def scored_record(record: RiskRecord, labels_dir: Path) -> ScoredRecord:
@@ -230,12 +255,16 @@ class EvalRun:
 
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
-             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8) -> EvalRun:
-    """Analyse `paths` into a throw-away SQLite store and score the records it produced."""
+             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8,
+             max_prompts_per_window: int | None | str = "default") -> EvalRun:
+    """Analyse `paths` into a throw-away SQLite store and score the records it produced.
+    `max_prompts_per_window`: the pipeline's default unless given (None: as many as rare lines need)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
     options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch)
+    if max_prompts_per_window != "default":
+        options.max_prompts_per_window = max_prompts_per_window
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
         store = open_store(f"sqlite:///{tmp}/eval.db")
         try:

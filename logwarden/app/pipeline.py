@@ -1,7 +1,9 @@
 """The analysis pipeline: sources → events → windows → (LLM) → records → store, with metrics.
 
-Owns the order of the stages, the LLM spending policy, batching windows for the engine, the
-retry / fall-back / circuit-breaker behaviour on engine faults, and run metrics. Each window is
+Owns the order of the stages, the LLM spending policy, batching windows for the engine (a window
+whose rare lines do not fit one prompt sends several, each with its own grammar that admits only
+the evidence ids that prompt shows), the retry / fall-back / circuit-breaker behaviour on engine
+faults, and run metrics (tokens, rare-line coverage, the model's ungrounded entities). Each window is
 written to the store in the same transaction as its records (and, for tailed sources, the
 offset), so every line ends up in a record's evidence, an analysed-benign window or an error
 row. Knows nothing of the CLI, terminals or Streamlit (progress is a callback).
@@ -20,18 +22,18 @@ from datetime import datetime
 from pathlib import Path
 
 from logwarden.app.detect import Detector, shipped_rules
-from logwarden.app.digest import build_digest
+from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.errors import LogwardenError
 from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import ErrorRow, Event, LogLine, Signal
 from logwarden.app.parse import parse_stream
-from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
+from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
 from logwarden.app.store import Store, WindowRow
 from logwarden.engine.api import Engine, Request
 from logwarden.engine.sizing import cuda_batch
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
-from logwarden.schemas import assessment_json_schema
+from logwarden.schemas.assessment import answer_schema
 from logwarden.schemas.record import RiskRecord
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ class RunOptions:
     window_max_lines: int = 2000
     window_max_gap_s: float = 900.0
     prompt_token_budget: int = 700
+    # A window with more rare lines than one prompt holds is split; at most this many prompts each
+    # (None: as many as its rare lines need). The rare lines left out count against coverage.
+    max_prompts_per_window: int | None = 4
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     resume: bool = False
@@ -74,6 +79,13 @@ class RunMetrics:
     windows_skipped_by_policy: int = 0
     llm_calls: int = 0
     llm_failures: int = 0
+    windows_split: int = 0  # windows sent as more than one prompt
+    rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window
+    rare_lines_llm: int = 0  # ... in the windows sent to the model
+    rare_lines_shown: int = 0  # ... shown to the model in some prompt
+    findings: int = 0
+    entities_named: int = 0  # entities (addresses, accounts, paths, numbers …) the model's texts named
+    entities_ungrounded: int = 0  # ... absent from the digest it was given (their clauses removed)
     records: int = 0
     errors: int = 0
     raw_tokens: int = 0
@@ -96,7 +108,19 @@ class RunMetrics:
         d["tokens_per_s"] = self.new_tokens / self.generation_s if self.generation_s else 0.0
         d["mean_ttft_s"] = self.ttft_s_sum / self.llm_calls if self.llm_calls else 0.0
         d["llm_calls_per_1000_lines"] = 1000 * self.llm_calls / self.lines if self.lines else 0.0
+        d["rare_line_coverage"] = self.rare_line_coverage
+        d["ungrounded_rate"] = self.ungrounded_rate
         return d
+
+    @property
+    def rare_line_coverage(self) -> float | None:
+        """Share of the rare lines of the windows sent to the model that some prompt showed it."""
+        return self.rare_lines_shown / self.rare_lines_llm if self.rare_lines_llm else None
+
+    @property
+    def ungrounded_rate(self) -> float | None:
+        """Share of the entities the model named that its digest did not contain."""
+        return self.entities_ungrounded / self.entities_named if self.entities_named else None
 
     @property
     def compression_ratio(self) -> float:
@@ -124,10 +148,20 @@ def _no_progress(_name: str, _n: int) -> None:
 
 @dataclass(slots=True)
 class _Pending:
-    """A window waiting for the model, with what its records need."""
+    """A window waiting for the model, with what its records need: one prompt per digest part."""
 
     window: Window
     signals: list[Signal]
+    parts: list[DigestPart]
+    prompts: list[str]
+
+
+@dataclass(slots=True)
+class _Ask:
+    """One prompt of a pending window."""
+
+    owner: int  # index of its window in the batch
+    part: DigestPart
     prompt: str
 
 
@@ -182,7 +216,7 @@ class Pipeline:
         inode = _inode(path)
         state = self.store.get_source(str(path), inode) if self.options.resume else None
         start_offset, start_line = (state.offset, state.line_no + 1) if state else (0, 1)
-        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=_line_limit(path))
+        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=line_limit(path))
         self.process(reader, source=str(path), inode=inode, reference_time=_mtime(path),
                      fmt=state.format if state else None)
         self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
@@ -243,16 +277,27 @@ class Pipeline:
         self.metrics.windows += 1
         self.progress("windows", 1)
         digest = build_digest(window, miner, signals)
+        self.metrics.rare_lines += len(digest.rare)
         text = digest.render()
         if self.engine is None or not self._wants_llm(window, signals, text):
             self.metrics.digest_chars += len(text)
             self._store_window(window, signals, None)
             return
-        prompt = user_prompt(digest.fit(self.options.prompt_token_budget, self.engine.count_tokens))
-        self.metrics.digest_chars += len(prompt)
-        self._pending.append(_Pending(window, signals, prompt))
-        if len(self._pending) >= self.options.max_batch:
+        parts = self._parts(digest)
+        prompts = [user_prompt(part.text) for part in parts]
+        self.metrics.digest_chars += sum(map(len, prompts))
+        self._pending.append(_Pending(window, signals, parts, prompts))
+        if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
             self._flush()
+
+    def _parts(self, digest: Digest) -> list[DigestPart]:
+        parts = digest.parts(self.options.prompt_token_budget, self.engine.count_tokens,
+                             max_parts=self.options.max_prompts_per_window)
+        shown = {n for part in parts for n in part.shown_lines}
+        self.metrics.rare_lines_llm += len(digest.rare)
+        self.metrics.rare_lines_shown += sum(n in shown for n in digest.rare)
+        self.metrics.windows_split += len(parts) > 1
+        return parts
 
     def _wants_llm(self, window: Window, signals: Sequence[Signal], digest_text: str) -> bool:
         if self.metrics.breaker_open:
@@ -272,40 +317,44 @@ class Pipeline:
         pending, self._pending = self._pending, []
         if not pending:
             return
-        results = self._assess(pending)
-        for item, result in zip(pending, results):
-            self._store_window(item.window, item.signals, result)
+        asks = [_Ask(i, part, prompt) for i, item in enumerate(pending)
+                for part, prompt in zip(item.parts, item.prompts)]
+        results = self._assess(asks)
+        for i, item in enumerate(pending):
+            self._store_window(item.window, item.signals, [r for a, r in zip(asks, results) if a.owner == i])
 
-    def _assess(self, pending: Sequence[_Pending]) -> list[LLMResult]:
-        """One batched call; failed windows are retried alone once, then fall back to rules."""
-        results = self._call(pending)
+    def _assess(self, asks: Sequence[_Ask]) -> list[LLMResult]:
+        """One batched call; failed prompts are retried alone once, then fall back to rules."""
+        results = self._call(asks)
         for i, result in enumerate(results):
-            if result.assessment is None and not self.metrics.breaker_open and len(pending) > 1:
-                results[i] = self._call([pending[i]])[0]
+            if result.assessment is None and not self.metrics.breaker_open and len(asks) > 1:
+                results[i] = self._call([asks[i]])[0]
         for result in results:
             self._account_failure(result)
         return results
 
-    def _call(self, pending: Sequence[_Pending]) -> list[LLMResult]:
-        requests = [Request(system=system_prompt(), user=item.prompt) for item in pending]
+    def _call(self, asks: Sequence[_Ask]) -> list[LLMResult]:
+        """Each prompt carries its own schema: its evidence ids are the ones its digest part shows."""
+        requests = [Request(system=system_prompt(), user=ask.prompt, schema=answer_schema(ask.part.refs))
+                    for ask in asks]
         self.metrics.llm_calls += len(requests)
         self.progress("llm_calls", len(requests))
         try:
-            generations = self.engine.generate(requests, schema=assessment_json_schema(),
-                                               max_new_tokens=self.options.max_new_tokens)
+            generations = self.engine.generate(requests, max_new_tokens=self.options.max_new_tokens)
         except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
             log.warning("engine failed on a batch of %d: %s", len(requests), exc)
-            return [LLMResult(assessment=None, error=f"engine: {exc}") for _ in requests]
-        return [self._result(g) for g in generations]
+            return [LLMResult(assessment=None, error=f"engine: {exc}", digest=a.part.text, lines_of=a.part.lines_of)
+                    for a in asks]
+        return [self._result(g, a.part) for g, a in zip(generations, asks)]
 
-    def _result(self, generation) -> LLMResult:
+    def _result(self, generation, part: DigestPart) -> LLMResult:
         stats = generation.stats
         self.metrics.prompt_tokens += stats.prompt_tokens
         self.metrics.new_tokens += stats.new_tokens
         self.metrics.ttft_s_sum += stats.ttft_s
         self.metrics.generation_s += stats.total_s / max(stats.batch_size, 1)
         self.metrics.peak_memory_mb = max(self.metrics.peak_memory_mb, stats.peak_memory_mb)
-        return result_of(generation)
+        return result_of(generation, digest=part.text, lines_of=part.lines_of)
 
     def _account_failure(self, result: LLMResult) -> None:
         if result.assessment is not None:
@@ -318,8 +367,12 @@ class Pipeline:
             log.warning("circuit breaker open: %d consecutive model failures; the rest of this run is rules-only",
                         self._consecutive_failures)
 
-    def _store_window(self, window: Window, signals: Sequence[Signal], llm: LLMResult | None) -> None:
-        records = build_records(window, signals, llm, self.provenance)
+    def _store_window(self, window: Window, signals: Sequence[Signal], llm: Sequence[LLMResult] | None) -> None:
+        outcome = assess_window(window, signals, llm, self.provenance)
+        records = outcome.records
+        self.metrics.findings += outcome.findings
+        self.metrics.entities_named += outcome.entities
+        self.metrics.entities_ungrounded += outcome.ungrounded
         if llm is not None:
             self.metrics.windows_llm += 1
         self.metrics.raw_tokens += round(window.raw_chars / CHARS_PER_TOKEN)
@@ -328,9 +381,10 @@ class Pipeline:
             source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
             line_count=len(window.events), verdict=_verdict(records, llm), record_ids=[r.id for r in records],
             run_id=self.run_id))
-        if llm is not None and llm.error:
+        error = next((r.error for r in llm or () if r.error), None)
+        if error:
             self._buffer.errors.append(ErrorRow(source=window.source, offset=window.events[0].offset, stage="engine",
-                                                message=llm.error[:2000], line_no=window.line_start))
+                                                message=error[:2000], line_no=window.line_start))
         self._count_records(records)
 
     def _commit(self, source_state: dict | None = None) -> None:
@@ -365,13 +419,13 @@ class Pipeline:
         return self.metrics
 
 
-def _verdict(records: Sequence[RiskRecord], llm: LLMResult | None) -> str:
+def _verdict(records: Sequence[RiskRecord], llm: Sequence[LLMResult] | None) -> str:
     if records:
         return max(records, key=lambda r: r.risk_score).risk_level
-    return "benign" if llm is None or llm.assessment is not None else "benign-unassessed"
+    return "benign" if llm is None or all(r.assessment is not None for r in llm) else "benign-unassessed"
 
 
-def _line_limit(path: Path) -> int:
+def line_limit(path: Path) -> int:
     """CloudTrail and other `.json` documents come as one huge line: read them whole."""
     return JSON_DOCUMENT_LINE_BYTES if ".json" in path.suffixes[-2:] else DEFAULT_MAX_LINE_BYTES
 

@@ -1,34 +1,41 @@
-"""Post-processing: the model's JSON + the detectors' signals → validated `RiskRecord`s.
+"""Post-processing: the model's findings + the detectors' signals → validated `RiskRecord`s.
 
 Owns the merge policy (the LLM never lowers what the rules know):
 - signals of a window are grouped by (category, key) — e.g. brute force from each source
   address is its own record; each group becomes one record whose risk floor is its highest rule
   level and whose category is the rules' category;
-- a valid model assessment explains the groups it matches (of its category, those whose key its
-  anomaly names, else the riskiest of its category; no such group: the riskiest group) and may
-  raise their level, never lower it; its techniques are kept only when they are
-  in the shipped ATT&CK table;
-- a window no rule fired on becomes a record only when the model calls it non-benign at
-  `LLM_ONLY_MIN_RISK` or above (a small model's "medium" on a cron line is noise);
-- indicators are extracted deterministically from the evidence lines, never taken from the model.
+- a model finding names its evidence (template and line ids of the digest it was shown); those
+  ids become the exact lines it covers. A finding of a group's category whose lines overlap the
+  group's explains that group (its text) and may raise its level, never lower it;
+- a finding no group explains is its own record covering exactly its lines (one window can hold
+  several incidents), when it is at `LLM_ONLY_MIN_RISK` or above (a small model's "medium" on a
+  cron line is noise, a "low" is not worth a record);
+- every entity the model's text names must occur in the digest it was given (`grounding`): a
+  clause naming one that does not is removed and the entity kept in `RiskRecord.ungrounded`;
+- the trace (溯源: lines, host, accounts, addresses, time span, evidence) is written from the
+  window's facts, never by the model; indicators are extracted deterministically;
+- techniques are kept only when they are in the shipped ATT&CK table.
+A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from logwarden.app import attack
+from logwarden.app.grounding import ground
 from logwarden.app.indicators import extract_indicators
 from logwarden.app.mine import Window
 from logwarden.app.models import Event, Signal
 from logwarden.schemas import LLMAssessment, risk_rank
+from logwarden.schemas.assessment import Finding
 from logwarden.schemas.record import (
+    STORED_TEXT_MAX,
     Evidence,
     ExemplarLine,
     Indicators,
@@ -42,10 +49,11 @@ LLM_ONLY_MIN_RISK = "medium"
 MAX_EVIDENCE_LINES = 500
 MAX_EXEMPLARS = 10
 EXEMPLAR_CHARS = 1000
+WITHHELD = "The model flagged these lines; its description named facts the log does not show and was withheld."
 
 DEFAULT_RECOMMENDATION = {
     "brute_force": "Block or rate-limit the source addresses, check for a successful login from them, enforce key-only auth / MFA.",
-    "reconnaissance": "Block the scanning sources at the edge and review what they reached (status 200 responses, valid users hit).",
+    "reconnaissance": "Block the scanning sources at the edge and review what they reached (successful responses, valid users hit).",
     "web_attack": "Check whether the requests succeeded (status, response size, app logs), patch the targeted endpoint, block the source, consider a WAF rule.",
     "privilege_escalation": "Confirm the privilege change was authorised; if not, revert it, lock the account and review its recent commands.",
     "malware_execution": "Isolate the host, collect the process tree and the binary/script, and hunt for the same command line elsewhere.",
@@ -63,12 +71,15 @@ class AssessmentError(ValueError):
 
 @dataclass(slots=True)
 class LLMResult:
-    """What the engine returned for one window, as the pipeline passes it in."""
+    """What the engine returned for one prompt, with what the answer is checked against: the digest
+    text the model was shown and the lines each evidence id of that prompt stands for."""
 
     assessment: LLMAssessment | None
     raw_output: str | None = None
     error: str | None = None
     stats: dict | None = None
+    digest: str = ""
+    lines_of: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -94,6 +105,33 @@ class _Group:
         return sorted({n for s in self.signals for n in s.line_numbers})
 
 
+@dataclass(slots=True)
+class _Claim:
+    """A model finding pinned to lines, its text already checked against its prompt's digest."""
+
+    finding: Finding
+    refs: list[str]
+    lines: list[int]
+    anomaly: str
+    recommendation: str
+    ungrounded: list[str]
+    result: LLMResult
+
+    @property
+    def rank(self) -> int:
+        return risk_rank(self.finding.risk_level)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A window's records, and how faithful the model's texts were (for the run's metrics)."""
+
+    records: list[RiskRecord]
+    entities: int = 0  # entities the model's texts named
+    ungrounded: int = 0  # of those, absent from the digest (removed)
+    findings: int = 0
+
+
 def parse_assessment(text: str) -> LLMAssessment:
     """Validate the model's text; tolerate a ```json fence (unconstrained backends add one)."""
     cleaned = text.strip()
@@ -105,17 +143,20 @@ def parse_assessment(text: str) -> LLMAssessment:
         raise AssessmentError(f"model output is not a valid LLMAssessment: {exc}") from None
 
 
-def result_of(generation) -> LLMResult:
+def result_of(generation, *, digest: str = "", lines_of: dict[str, list[int]] | None = None) -> LLMResult:
     """An engine `Generation` → `LLMResult`: validated assessment, or the reason there is none."""
     stats = generation.stats.as_dict()
+    context = dict(digest=digest, lines_of=lines_of or {})
     if generation.error or not generation.finished:
-        return LLMResult(assessment=None, raw_output=generation.text, stats=stats,
+        return LLMResult(assessment=None, raw_output=generation.text, stats=stats, **context,
                          error=generation.error or "model output did not finish within the token budget")
     try:
-        return LLMResult(assessment=parse_assessment(generation.text), raw_output=generation.text, stats=stats)
+        return LLMResult(assessment=parse_assessment(generation.text), raw_output=generation.text, stats=stats, **context)
     except AssessmentError as exc:
-        return LLMResult(assessment=None, raw_output=generation.text, error=str(exc), stats=stats)
+        return LLMResult(assessment=None, raw_output=generation.text, error=str(exc), stats=stats, **context)
 
+
+# ---- signals → incidents --------------------------------------------------------------------------
 
 def group_signals(signals: Sequence[Signal]) -> list[_Group]:
     """One group per incident, riskiest first (ties: first evidence line).
@@ -141,18 +182,50 @@ def _overlaps(group: _Group, signal: Signal) -> bool:
         min(signal.line_numbers) <= lines[-1] and max(signal.line_numbers) >= lines[0]
 
 
-def _explained_groups(groups: Sequence[_Group], assessment: LLMAssessment) -> list[_Group]:
-    """The incidents the answer is about: those of its category whose key (address, account, bucket) its anomaly names —
-    a window can hold several, e.g. a root console login and the root user stopping the trail; none named → the
-    riskiest of its category; no group of its category → the riskiest group. Only the anomaly counts: the trace
-    lists the window's busiest addresses and accounts, whatever the incident."""
-    same = [g for g in groups if g.category == assessment.category]
-    if not same:
-        return [groups[0]]
-    text = assessment.anomaly.lower()
-    named = [g for g in same if g.key and re.search(rf"(?<![\w.]){re.escape(g.key.lower())}(?!\w|\.\w)", text)]
-    return named or same[:1]
+# ---- findings → claims ----------------------------------------------------------------------------
 
+def claims_of(results: Sequence[LLMResult], window: Window) -> list[_Claim]:
+    """Every finding of every prompt, pinned to the window's lines its evidence ids stand for (ids the
+    prompt did not show are ignored: an unconstrained backend may invent them), its texts grounded."""
+    present = {e.line_no for e in window.events}
+    claims = []
+    for result in results:
+        if result.assessment is None:
+            continue
+        advice = ground(result.assessment.recommendation, result.digest)
+        for finding in result.assessment.findings:
+            refs = [r for r in dict.fromkeys(finding.evidence) if r in result.lines_of]
+            lines = sorted({n for r in refs for n in result.lines_of[r] if n in present})
+            if not lines:
+                continue
+            said = ground(finding.anomaly, result.digest)
+            claims.append(_Claim(finding, refs, lines, said.text, advice.text,
+                                 list(dict.fromkeys(said.ungrounded + advice.ungrounded)), result))
+    return claims
+
+
+def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int]:
+    """(entities named, entities ungrounded) over every text the model wrote for this window."""
+    named = missing = 0
+    for result in results:
+        if result.assessment is None:
+            continue
+        texts = [f.anomaly for f in result.assessment.findings] + [result.assessment.recommendation]
+        for text in texts:
+            checked = ground(text, result.digest)
+            named += len(checked.entities)
+            missing += len(checked.ungrounded)
+    return named, missing
+
+
+def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
+    """Claims of the group's category whose lines overlap the group's, riskiest first."""
+    lines = set(group.line_numbers)
+    return sorted((c for c in claims if c.finding.category == group.category and lines & set(c.lines)),
+                  key=lambda c: -c.rank)
+
+
+# ---- records --------------------------------------------------------------------------------------
 
 def _techniques(ids: Sequence[str]) -> list[Technique]:
     seen: dict[str, Technique] = {}
@@ -169,37 +242,44 @@ def _events_at(window: Window, lines: Sequence[int]) -> list[Event]:
     return [e for e in window.events if e.line_no in wanted] or list(window.events)
 
 
-def _evidence(window: Window, events: Sequence[Event]) -> Evidence:
+def _evidence(window: Window, events: Sequence[Event], refs: Sequence[str] = ()) -> Evidence:
     cluster_of = {e.line_no: cid for e, cid in zip(window.events, window.cluster_ids)}
     shown = list(events[: MAX_EXEMPLARS - 1]) + ([events[-1]] if len(events) >= MAX_EXEMPLARS else [])
     return Evidence(
         line_numbers=[e.line_no for e in events][:MAX_EVIDENCE_LINES],
         exemplars=[ExemplarLine(line_no=e.line_no, text=e.raw[:EXEMPLAR_CHARS]) for e in shown],
         template_ids=sorted({cluster_of[e.line_no] for e in events}),
+        refs=list(refs),
     )
 
 
-def _rules_text(group: _Group, window: Window, events: Sequence[Event], indicators: Indicators) -> tuple[str, str, str]:
-    """Anomaly/trace/recommendation written from the facts when no model text is available."""
-    anomaly = "; ".join(f"{s.title}" + (f" ({s.description})" if s.description else "") for s in group.signals)
-    who = []
-    if indicators.ips:
-        who.append("from " + ", ".join(indicators.ips[:5]))
-    if indicators.users:
-        who.append("accounts " + ", ".join(indicators.users[:5]))
+def trace_text(window: Window, events: Sequence[Event], indicators: Indicators, refs: Sequence[str] = ()) -> str:
+    """溯源 from the facts: how many lines where, on which host, when, from which addresses, which
+    accounts and processes, and the digest ids the model pointed at."""
     host = window.host()
     first = next((e.ts for e in events if e.ts), None)
     last = next((e.ts for e in reversed(events) if e.ts), None)
-    span = f"{first.isoformat()} .. {last.isoformat()}" if first and last else "time unknown"
-    trace = (f"{len(events)} line(s) in {window.source}" + (f" on {host}" if host else "")
-             + f", lines {events[0].line_no}-{events[-1].line_no}, {span}" + ("; " + "; ".join(who) if who else ""))
-    return anomaly[:4000], trace[:4000], DEFAULT_RECOMMENDATION[group.category]
+    span = "time not in the log" if not (first and last) else \
+        first.isoformat() if first == last else f"{first.isoformat()} .. {last.isoformat()}"
+    parts = [f"{len(events)} line(s) of {window.source}" + (f" on {host}" if host else "")
+             + f", lines {events[0].line_no}-{events[-1].line_no}, {span}"]
+    for label, values in (("from", indicators.ips), ("accounts", indicators.users), ("processes", indicators.processes)):
+        if values:
+            parts.append(f"{label} " + ", ".join(values[:5]) + (f" (+{len(values) - 5})" if len(values) > 5 else ""))
+    if refs:
+        parts.append("evidence " + ", ".join(refs))
+    return "; ".join(parts)[:STORED_TEXT_MAX]
 
 
-def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], texts: tuple[str, str, str],
-            indicators: Indicators, techniques: list[Technique], detections: list[str], decided_by: str,
-            prov: Provenance, llm: LLMResult | None) -> RiskRecord:
-    anomaly, trace, recommendation = texts
+def _rules_anomaly(group: _Group) -> str:
+    return "; ".join(s.title + (f" ({s.description})" if s.description else "") for s in group.signals)[:STORED_TEXT_MAX]
+
+
+def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], anomaly: str,
+            recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
+            prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
+            ungrounded: Sequence[str] = ()) -> RiskRecord:
+    indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
@@ -209,55 +289,82 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
         first_ts=next((e.ts for e in events if e.ts), None),
         last_ts=next((e.ts for e in reversed(events) if e.ts), None),
         line_count=len(events), risk_level=level, risk_score=risk_score(level), category=category,
-        techniques=techniques, indicators=indicators, anomaly=anomaly, trace=trace,
-        recommendation=recommendation, evidence=_evidence(window, events), detections=detections,
+        techniques=techniques, indicators=indicators, anomaly=anomaly,
+        trace=trace_text(window, events, indicators, refs), recommendation=recommendation,
+        evidence=_evidence(window, events, refs), detections=detections,
         decided_by=decided_by, model=prov.model if llm else None, adapter=prov.adapter if llm else None,
         prompt_version=prov.prompt_version, run_id=prov.run_id,
         raw_model_output=llm.raw_output if llm else None, engine_stats=llm.stats if llm else None,
-        llm_error=llm.error if llm else None,
+        llm_error=llm.error if llm else None, ungrounded=list(ungrounded),
     )
 
 
-def _group_record(window: Window, group: _Group, assessment: LLMAssessment | None, prov: Provenance,
-                  llm: LLMResult | None) -> RiskRecord:
+def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Provenance,
+                  failure: LLMResult | None) -> RiskRecord:
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
-    if assessment is None:
-        level, texts, tech_ids, decided = group.floor, None, rule_techniques, "rules"
-    else:
-        level = max(group.floor, assessment.risk_level, key=risk_rank)
-        texts = (assessment.anomaly, assessment.trace, assessment.recommendation)
-        tech_ids, decided = rule_techniques + list(assessment.techniques), "rules+llm"
-    indicators = extract_indicators(events)
-    return _record(window, category=group.category, key=group.key, level=level, events=events,
-                   texts=texts or _rules_text(group, window, events, indicators), indicators=indicators,
-                   techniques=_techniques(tech_ids), detections=sorted({s.rule_id for s in group.signals}),
-                   decided_by=decided, prov=prov, llm=llm)
+    common = dict(category=group.category, key=group.key, events=events,
+                  detections=sorted({s.rule_id for s in group.signals}), prov=prov)
+    if claim is None:
+        return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
+                       recommendation=DEFAULT_RECOMMENDATION[group.category],
+                       techniques=_techniques(rule_techniques), decided_by="rules", llm=failure, **common)
+    return _record(window, level=max(group.floor, claim.finding.risk_level, key=risk_rank),
+                   anomaly=claim.anomaly or _rules_anomaly(group),
+                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
+                   techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
+                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, **common)
 
 
-def _llm_only_record(window: Window, assessment: LLMAssessment, prov: Provenance, llm: LLMResult) -> RiskRecord:
-    return _record(window, category=assessment.category, key="llm", level=assessment.risk_level, events=window.events,
-                   texts=(assessment.anomaly, assessment.trace, assessment.recommendation),
-                   indicators=extract_indicators(window.events),
-                   techniques=_techniques(assessment.techniques), detections=[], decided_by="llm",
-                   prov=prov, llm=llm)
+def _claim_record(window: Window, claim: _Claim, prov: Provenance) -> RiskRecord:
+    """A finding no rule saw: a record covering exactly the lines it names."""
+    category = claim.finding.category
+    return _record(window, category=category, key="llm", level=claim.finding.risk_level,
+                   events=_events_at(window, claim.lines), anomaly=claim.anomaly or WITHHELD,
+                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
+                   techniques=_techniques(claim.finding.techniques), detections=[], decided_by="llm", prov=prov,
+                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded)
 
 
-def build_records(window: Window, signals: Sequence[Signal], llm: LLMResult | None,
+def _distinct(claims: Sequence[_Claim]) -> list[_Claim]:
+    """One claim per (category, lines): the riskiest (several prompts of a window may repeat one)."""
+    best: dict[tuple[str, tuple[int, ...]], _Claim] = {}
+    for claim in claims:
+        key = (claim.finding.category, tuple(claim.lines))
+        if key not in best or claim.rank > best[key].rank:
+            best[key] = claim
+    return list(best.values())
+
+
+def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Sequence[LLMResult] | None,
+                  prov: Provenance) -> Outcome:
+    """The records of one window (none = analysed and benign), and the faithfulness counts."""
+    results = [llm] if isinstance(llm, LLMResult) else list(llm or [])
+    groups = group_signals(signals)
+    claims = claims_of(results, window)
+    failure = next((LLMResult(assessment=None, error=r.error) for r in results if r.error), None)
+    records, used = [], set()
+    for group in groups:
+        explaining = _explaining(group, claims)
+        used |= {id(c) for c in explaining}
+        records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure))
+    for claim in _distinct([c for c in claims if id(c) not in used]):
+        if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
+            records.append(_claim_record(window, claim, prov))
+    named, missing = _faithfulness(results)
+    return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims))
+
+
+def _unique_ids(records: list[RiskRecord]) -> list[RiskRecord]:
+    """Two model findings of one category starting on the same line would share an id: keep the riskier."""
+    best: dict[str, RiskRecord] = {}
+    for record in records:
+        if record.id not in best or record.risk_score > best[record.id].risk_score:
+            best[record.id] = record
+    return list(best.values())
+
+
+def build_records(window: Window, signals: Sequence[Signal], llm: LLMResult | Sequence[LLMResult] | None,
                   prov: Provenance) -> list[RiskRecord]:
     """The records of one window (empty = analysed and benign)."""
-    groups = group_signals(signals)
-    assessment = llm.assessment if llm else None
-    if not groups:
-        if assessment and assessment.category != "benign" and risk_rank(assessment.risk_level) >= risk_rank(LLM_ONLY_MIN_RISK):
-            return [_llm_only_record(window, assessment, prov, llm)]
-        return []
-    explained = _explained_groups(groups, assessment) if assessment else []
-    return [_group_record(window, g, assessment, prov, llm) if any(g is e for e in explained)
-            else _group_record(window, g, None, prov, _failure_only(llm))
-            for g in groups]
-
-
-def _failure_only(llm: LLMResult | None) -> LLMResult | None:
-    """Groups the model did not explain keep the error (if any), not another group's text."""
-    return LLMResult(assessment=None, error=llm.error) if llm and llm.error else None
+    return assess_window(window, signals, llm, prov).records

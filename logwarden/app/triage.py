@@ -1,50 +1,88 @@
-"""Single-snippet triage: one line or a few pasted lines → a streamed assessment → a stored record.
+"""Single-snippet triage: one line or a few pasted lines → a streamed assessment → stored records.
 
 Owns: turning a snippet into one window (same parse → mine → detect → digest → prompt path as
 batch analysis, so rules set the floor here too — `prepare_lines` is that path for any list of
-lines, also used by the training-set generator), streaming the model's answer, and building the
-record. Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals or pages.
+lines, also used by the training-set generator), streaming the model's answer (a snippet whose
+rare lines need several prompts streams them one after another), and building the records.
+Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals or pages.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.detect import Detector, shipped_rules
-from logwarden.app.digest import build_digest
+from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
-from logwarden.engine.api import Engine, Request, TextStream
+from logwarden.engine.api import Engine, Generation, Request, TextStream
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
-from logwarden.schemas import assessment_json_schema
+from logwarden.schemas.assessment import answer_schema
 from logwarden.schemas.record import RiskRecord
 
 MAX_SNIPPET_LINES = 2000
+PART_SEPARATOR = "\n"
+
+
+class PartsStream(TextStream):
+    """The pieces of every part's answer in order (a newline between parts); after exhaustion
+    `generations` holds one `Generation` per part (None where a part's stream broke off)."""
+
+    def __init__(self, streams: Sequence[TextStream]):
+        self.streams = list(streams)
+        self.generations: list[Generation | None] = []
+        super().__init__(self._chain())
+
+    def _chain(self) -> Iterator[str]:
+        for i, stream in enumerate(self.streams):
+            if i:
+                yield PART_SEPARATOR
+            yield from stream
+            self.generations.append(stream.generation)
+            self.generation = stream.generation
 
 
 @dataclass(slots=True)
 class Triage:
-    """A prepared snippet: call `stream()` (or skip it for rules-only), then `record(...)`."""
+    """A prepared snippet: call `stream()` (or skip it for rules-only), then `records(...)`."""
 
     window: Window
     signals: list[Signal]
-    prompt: str
+    digest: Digest
+    parts: list[DigestPart]
     format: str
 
-    def stream(self, engine: Engine, *, max_new_tokens: int = 320) -> TextStream:
-        request = Request(system=system_prompt(), user=self.prompt)
-        return engine.stream(request, schema=assessment_json_schema(), max_new_tokens=max_new_tokens)
+    @property
+    def prompts(self) -> list[str]:
+        return [user_prompt(part.text) for part in self.parts]
+
+    @property
+    def prompt(self) -> str:
+        """The first (for a short snippet: the only) prompt."""
+        return self.prompts[0]
+
+    def requests(self) -> list[Request]:
+        return [Request(system=system_prompt(), user=user_prompt(part.text), schema=answer_schema(part.refs))
+                for part in self.parts]
+
+    def stream(self, engine: Engine, *, max_new_tokens: int = 320) -> PartsStream:
+        return PartsStream([engine.stream(request, max_new_tokens=max_new_tokens) for request in self.requests()])
+
+    def results(self, stream: TextStream | None) -> list[LLMResult] | None:
+        if stream is None:
+            return None
+        generations = getattr(stream, "generations", [stream.generation])
+        return [_result(g, part) for g, part in zip([*generations, *[None] * len(self.parts)], self.parts)]
 
     def records(self, stream: TextStream | None, engine: Engine | None) -> list[RiskRecord]:
         """Records of the snippet; a rules-only record when the model failed. May be empty (benign)."""
-        llm = _result(stream) if stream is not None else None
         prov = Provenance(model=getattr(engine, "model_name", None), adapter=getattr(engine, "adapter_name", None),
                           prompt_version=PROMPT_VERSION, run_id=None)
-        return build_records(self.window, self.signals, llm, prov)
+        return build_records(self.window, self.signals, self.results(stream), prov)
 
 
 def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str], int] = lambda s: len(s) // 3) -> Triage:
@@ -56,7 +94,8 @@ def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str]
 
 
 def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = 700,
-                  count_tokens: Callable[[str], int] = lambda s: len(s) // 3) -> Triage:
+                  count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
+                  max_parts: int | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
     `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it."""
     decision, events = parse_stream(log_lines, path=path)
@@ -65,10 +104,12 @@ def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
     signals = Detector(shipped_rules()).scan(window.events)
     digest = build_digest(window, miner, signals)
-    return Triage(window, signals, user_prompt(digest.fit(budget_tokens, count_tokens)), decision.name)
+    parts = digest.parts(budget_tokens, count_tokens, max_parts=max_parts)
+    return Triage(window, signals, digest, parts, decision.name)
 
 
-def _result(stream: TextStream) -> LLMResult:
-    if stream.generation is None:
-        return LLMResult(assessment=None, error="the stream ended before the model finished")
-    return result_of(stream.generation)
+def _result(generation: Generation | None, part: DigestPart) -> LLMResult:
+    if generation is None:
+        return LLMResult(assessment=None, error="the stream ended before the model finished",
+                         digest=part.text, lines_of=part.lines_of)
+    return result_of(generation, digest=part.text, lines_of=part.lines_of)

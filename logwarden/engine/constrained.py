@@ -1,8 +1,9 @@
 """Schema-constrained decoding with xgrammar: a JSON schema becomes a grammar, the grammar a token
 mask applied to the logits at every step, one `GrammarMatcher` per sequence of a batch.
 
-Owns: compiling (cached per tokenizer and schema hash), the batch bitmask, and a token-budget
-bound derived from the schema's own limits. The grammar guarantees "valid so far", not
+Owns: compiling (an LRU cache per tokenizer, keyed by schema hash — per-window schemas make many
+distinct grammars, ~50 ms each on a 2-core CPU), the batch bitmask (each row may follow its own
+grammar), and a token-budget bound derived from the schema's own limits. The grammar guarantees "valid so far", not
 "finished": a sequence is finished only when its matcher terminated (accepted the stop token).
 Does not know: models, caches or the generation loop — `generate.py` calls `mask` and `accept`.
 """
@@ -11,8 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -22,28 +28,56 @@ from logwarden.errors import ModelError
 
 # Characters of JSON around a value that a bound must also cover: quotes, commas, keys' colons.
 _STRUCTURE_SLACK = 8
+COMPILE_THREADS = min(8, os.cpu_count() or 1)
 
 
 def schema_key(schema: dict) -> str:
     return hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
 
 
-class GrammarCache:
-    """Compiled grammars per schema for one tokenizer; compiling costs ms to seconds, reuse is free."""
+@dataclass(slots=True)
+class CompileStats:
+    """How the cache did: grammars compiled, seconds spent compiling, requests served from the cache."""
 
-    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int]):
+    compiled: int = 0
+    compile_s: float = 0.0
+    hits: int = 0
+
+    def as_dict(self) -> dict:
+        return {"compiled": self.compiled, "compile_s": round(self.compile_s, 4), "hits": self.hits}
+
+
+class GrammarCache:
+    """Compiled grammars per schema for one tokenizer, least recently used evicted beyond `max_size`
+    (compiling costs ms to seconds, reuse is free)."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: Sequence[int], *, max_size: int = 256):
         self.vocab_size = vocab_size
+        self.max_size = max_size
+        self.stats = CompileStats()
         self._info = xgr.TokenizerInfo.from_huggingface(
             tokenizer, vocab_size=vocab_size, stop_token_ids=list(stop_token_ids))
         self._compiler = xgr.GrammarCompiler(self._info, max_threads=2)
-        self._compiled: dict[str, xgr.CompiledGrammar] = {}
+        self._compiled: OrderedDict[str, xgr.CompiledGrammar] = OrderedDict()
         self._keep = _control_free_mask(self._info.decoded_vocab, vocab_size)
 
     def compiled(self, schema: dict) -> xgr.CompiledGrammar:
         key = schema_key(schema)
-        if key not in self._compiled:
-            self._compiled[key] = self._compile(schema)
-        return self._compiled[key]
+        if key in self._compiled:
+            self._compiled.move_to_end(key)
+            self.stats.hits += 1
+            return self._compiled[key]
+        start = time.perf_counter()
+        grammar = self._compile(schema)
+        self.stats.compiled += 1
+        self.stats.compile_s += time.perf_counter() - start
+        self._compiled[key] = grammar
+        if len(self._compiled) > self.max_size:
+            self._compiled.popitem(last=False)
+        return grammar
+
+    def __len__(self) -> int:
+        return len(self._compiled)
 
     def _compile(self, schema: dict) -> xgr.CompiledGrammar:
         try:
@@ -53,8 +87,28 @@ class GrammarCache:
             raise ModelError(f"The JSON schema cannot be compiled to a grammar ({exc}); fix the "
                              f"schema (supported: JSON Schema draft 2020-12 subset of xgrammar).") from exc
 
-    def constraint(self, schema: dict, batch_size: int) -> BatchConstraint:
-        return BatchConstraint(self.compiled(schema), batch_size, self.vocab_size, self._keep)
+    def constraint(self, schemas: Sequence[dict]) -> BatchConstraint:
+        """One row per schema (rows of a batch may follow different grammars)."""
+        self.prepare(schemas)
+        return BatchConstraint([self.compiled(s) for s in schemas], self.vocab_size, self._keep)
+
+    def prepare(self, schemas: Sequence[dict]) -> None:
+        """Compile the schemas not cached yet on several threads (xgrammar compiles outside the GIL): a
+        batch of per-window schemas is a batch of distinct grammars."""
+        missing = list({schema_key(s): s for s in schemas if schema_key(s) not in self._compiled}.items())
+        workers = min(len(missing), COMPILE_THREADS)
+        if workers < 2:
+            return
+        start = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            grammars = list(pool.map(lambda item: self._compile(item[1]), missing))
+        self.stats.compile_s += time.perf_counter() - start
+        self.stats.compiled += len(missing)
+        self.stats.hits -= len(missing)  # `constraint` looks each of them up once more
+        for (key, _), grammar in zip(missing, grammars):
+            self._compiled[key] = grammar
+        while len(self._compiled) > self.max_size:
+            self._compiled.popitem(last=False)
 
 
 class BatchConstraint:
@@ -62,8 +116,9 @@ class BatchConstraint:
     bitmask is filled by one `BatchGrammarMatcher` call (C++ threads, no per-row Python) and
     applied to the logits by one `apply_token_bitmask_inplace`."""
 
-    def __init__(self, compiled: xgr.CompiledGrammar, batch_size: int, vocab_size: int, keep: torch.Tensor):
-        self.matchers = [xgr.GrammarMatcher(compiled) for _ in range(batch_size)]
+    def __init__(self, compiled: Sequence[xgr.CompiledGrammar], vocab_size: int, keep: torch.Tensor):
+        batch_size = len(compiled)
+        self.matchers = [xgr.GrammarMatcher(grammar) for grammar in compiled]
         self.vocab_size = vocab_size
         self._batch = xgr.BatchGrammarMatcher(max_threads=_mask_threads(batch_size))
         # pinned so the host→device copy of the mask is asynchronous on CUDA

@@ -1,8 +1,9 @@
 """`LocalEngine`: the `Engine` interface on a transformers model in this process.
 
 Owns: turning `Request`s into token ids with the model's chat template, grouping them into
-batches (`max_batch`, a token budget), the prefix KV reuse, halving a batch on CUDA OOM, the
-stats of each call, and the streaming wrapper. The loop itself lives in `generate.py`; loading
+batches (`max_batch`, a token budget), the prefix KV reuse, each row's grammar (a `Request.schema`
+overrides the call's; rows of one batch may follow different grammars), halving a batch on CUDA
+OOM, the stats of each call, and the streaming wrapper. The loop itself lives in `generate.py`; loading
 in `load.py`. Does not know: logs, files, SQLite, Streamlit — only prompts and a JSON schema.
 """
 
@@ -45,6 +46,7 @@ class EngineInfo:
 class _Job:
     index: int  # position in the caller's request list
     split: SplitPrompt
+    schema: dict | None = None  # this row's grammar (the request's own, else the call's)
 
 
 @dataclass(slots=True)
@@ -84,17 +86,17 @@ class LocalEngine:
 
     def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
                  max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
-        jobs = [_Job(i, self._split(r)) for i, r in enumerate(requests)]
+        jobs = [_Job(i, self._split(r), r.schema or schema) for i, r in enumerate(requests)]
         results: dict[int, Generation] = {}
         for chunk in self._plan(jobs, max_new_tokens):
-            results.update(self._run_with_backoff(chunk, schema, max_new_tokens, sampling))
+            results.update(self._run_with_backoff(chunk, max_new_tokens, sampling))
         return [results[i] for i in range(len(requests))]
 
     def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
                sampling: Sampling = Sampling()) -> TextStream:
         text_stream = TextStream(iter(()))
-        text_stream._pieces = self._stream_pieces(text_stream, _Job(0, self._split(request)),
-                                                  schema, max_new_tokens, sampling)
+        text_stream._pieces = self._stream_pieces(text_stream, _Job(0, self._split(request), request.schema or schema),
+                                                  max_new_tokens, sampling)
         return text_stream
 
     def count_tokens(self, text: str) -> int:
@@ -108,7 +110,8 @@ class LocalEngine:
             "device": str(self.model.device), "attention": self.info.attention,
             "threads": torch.get_num_threads(), "footprint_mb": round(_footprint_mb(self.model), 1),
             "adapter": self.info.adapter, "max_batch": self.max_batch, "prefix_reuse": self.prefix_reuse,
-            "cache": self.cache_kind, "decoder": self.decoder, **self.info.extra,
+            "cache": self.cache_kind, "decoder": self.decoder,
+            "grammars": self._grammars.stats.as_dict() if self._grammars else None, **self.info.extra,
         }
 
     # ---- planning ---------------------------------------------------------------------------
@@ -117,8 +120,9 @@ class LocalEngine:
         return split_prompt(self.tokenizer, request.system, request.user)
 
     def _plan(self, jobs: list[_Job], max_new_tokens: int) -> Iterator[list[_Job]]:
-        """Same prefix together, similar lengths together (less padding), within both limits."""
-        ordered = sorted(jobs, key=lambda j: (j.split.prefix, len(j.split.suffix)))
+        """Same prefix together, similar lengths together (less padding), within both limits;
+        constrained and free rows never share a batch (a batch's rows all have a grammar or none)."""
+        ordered = sorted(jobs, key=lambda j: (j.split.prefix, j.schema is None, len(j.split.suffix)))
         chunk: list[_Job] = []
         for job in ordered:
             if chunk and not self._fits(chunk, job, max_new_tokens):
@@ -129,18 +133,18 @@ class LocalEngine:
             yield chunk
 
     def _fits(self, chunk: list[_Job], job: _Job, max_new_tokens: int) -> bool:
-        if len(chunk) >= self.max_batch or job.split.prefix != chunk[0].split.prefix:
+        if len(chunk) >= self.max_batch or job.split.prefix != chunk[0].split.prefix or \
+                (job.schema is None) != (chunk[0].schema is None):
             return False
         width = max(len(j.split.prefix) + len(j.split.suffix) for j in [*chunk, job]) + max_new_tokens
         return width * (len(chunk) + 1) <= self.token_budget
 
     # ---- running ----------------------------------------------------------------------------
 
-    def _run_with_backoff(self, chunk: list[_Job], schema: dict | None, max_new_tokens: int,
-                          sampling: Sampling) -> dict[int, Generation]:
+    def _run_with_backoff(self, chunk: list[_Job], max_new_tokens: int, sampling: Sampling) -> dict[int, Generation]:
         """CUDA OOM → free what we can, halve the batch, retry both halves; nothing is dropped."""
         try:
-            return self._run_chunk(chunk, schema, max_new_tokens, sampling)
+            return self._run_chunk(chunk, max_new_tokens, sampling)
         except torch.cuda.OutOfMemoryError as exc:
             if self._graphs is not None:  # pooled caches hold memory a smaller batch may need
                 self._graphs.clear()
@@ -149,24 +153,23 @@ class LocalEngine:
                 return {chunk[0].index: _oom_generation(exc, self._stats(chunk[0], 0, 1, 0.0, 0.0))}
             half = len(chunk) // 2
             self.max_batch = min(self.max_batch, len(chunk) - half)  # later calls start from what may fit
-            first = self._run_with_backoff(chunk[:half], schema, max_new_tokens, sampling)
-            return first | self._run_with_backoff(chunk[half:], schema, max_new_tokens, sampling)
+            first = self._run_with_backoff(chunk[:half], max_new_tokens, sampling)
+            return first | self._run_with_backoff(chunk[half:], max_new_tokens, sampling)
 
-    def _run_chunk(self, chunk: list[_Job], schema: dict | None, max_new_tokens: int,
-                   sampling: Sampling) -> dict[int, Generation]:
+    def _run_chunk(self, chunk: list[_Job], max_new_tokens: int, sampling: Sampling) -> dict[int, Generation]:
         start = time.perf_counter()
         tally = _Tally(tokens={i: [] for i in range(len(chunk))}, finished={})
-        for step in self._steps(chunk, schema, max_new_tokens, sampling):
+        for step in self._steps(chunk, max_new_tokens, sampling):
             self._record(tally, step, start)
         total = time.perf_counter() - start
         return {job.index: self._generation(job, row, tally, len(chunk), total) for row, job in enumerate(chunk)}
 
-    def _stream_pieces(self, text_stream: TextStream, job: _Job, schema: dict | None,
-                       max_new_tokens: int, sampling: Sampling) -> Iterator[str]:
+    def _stream_pieces(self, text_stream: TextStream, job: _Job, max_new_tokens: int,
+                       sampling: Sampling) -> Iterator[str]:
         start = time.perf_counter()
         tally = _Tally(tokens={0: []}, finished={})
         detok = Detokenizer(self.tokenizer)
-        for step in self._steps([job], schema, max_new_tokens, sampling):
+        for step in self._steps([job], max_new_tokens, sampling):
             self._record(tally, step, start)
             if piece := detok.push(step.tokens[0]):
                 yield piece
@@ -174,11 +177,10 @@ class LocalEngine:
             yield piece
         text_stream.generation = self._generation(job, 0, tally, 1, time.perf_counter() - start)
 
-    def _steps(self, chunk: list[_Job], schema: dict | None, max_new_tokens: int,
-               sampling: Sampling) -> Iterator[Step]:
+    def _steps(self, chunk: list[_Job], max_new_tokens: int, sampling: Sampling) -> Iterator[Step]:
         """The one loop both `generate` and `stream` consume."""
         plan = self._batch_plan(chunk, max_new_tokens)
-        constraint = self._constraint(schema, len(chunk))
+        constraint = self._constraint([job.schema for job in chunk])
         cache = self._new_cache(len(chunk), plan)
         _reset_peak_memory(self.model.device)
         yield from run_batch(self.model, plan, cache, sampling=sampling, constraint=constraint,
@@ -203,12 +205,14 @@ class LocalEngine:
     def _model_identity(self) -> str:
         return f"{self.info.model_name}:{self.info.sha256 or id(self.model)}:{self.info.quant}"
 
-    def _constraint(self, schema: dict | None, batch_size: int) -> BatchConstraint | None:
-        if schema is None:
-            return None
+    def _constraint(self, schemas: list[dict | None]) -> BatchConstraint | None:
+        """One matcher per row, each with its row's compiled grammar (`_plan` never mixes free rows in)."""
+        return None if schemas[0] is None else self._grammar_cache().constraint(schemas)
+
+    def _grammar_cache(self) -> GrammarCache:
         if self._grammars is None:
             self._grammars = GrammarCache(self.tokenizer, self.vocab_size, sorted(self.stop_ids))
-        return self._grammars.constraint(schema, batch_size)
+        return self._grammars
 
     def _new_cache(self, batch_size: int, plan: BatchPlan) -> Any:
         from transformers import DynamicCache, StaticCache

@@ -1,7 +1,9 @@
 """`RiskRecord`: what is stored, reviewed and exported, plus its parts.
 
 A record's id is deterministic (source, inode, line span, prompt and schema version), so analysing
-the same lines twice upserts the same row instead of adding a duplicate.
+the same lines twice upserts the same row instead of adding a duplicate. Records of schema
+version 1 (one model answer per window, model-written trace) stay readable: the fields added
+since have defaults.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Evidence(_Strict):
     line_numbers: list[int] = Field(default_factory=list)
     exemplars: list[ExemplarLine] = Field(default_factory=list, max_length=LIST_MAX)
     template_ids: list[int] = Field(default_factory=list)
+    refs: list[str] = Field(default_factory=list, max_length=LIST_MAX)  # the digest ids (T3, L17) a model finding named
 
 
 class RiskRecord(_Strict):
@@ -89,6 +92,8 @@ class RiskRecord(_Strict):
     raw_model_output: str | None = None
     engine_stats: dict[str, Any] | None = None
     llm_error: str | None = None
+    # Entities the model's text named that its digest does not contain: their clauses were removed.
+    ungrounded: list[str] = Field(default_factory=list, max_length=LIST_MAX)
 
 
 def record_id(*, source: str, inode: int, line_start: int, line_end: int, prompt_version: str,

@@ -1,6 +1,10 @@
 """Training data, QLoRA training and distillation for logwarden's own adapter.
 
-`dataset` renders generated scenarios through the pipeline's digest + prompt; `train` fine-tunes
-a base model with QLoRA (peft); `teacher` relabels generated windows with a larger model.
+`scenarios` writes generated windows with their truth; `realdata` splits the real labelled logs
+of `../shared/realdata` (train / held-out, by file and source group) and cuts the train side by
+the pipeline's stages; `targets` writes each prompt's answer (findings pinned to the incident's
+lines, grounded in the prompt); `dataset` renders and mixes them into train/val files; `train`
+fine-tunes a base model with QLoRA (peft); `teacher` relabels with a larger model where it agrees
+with the label; `replay` records prompts and replays answers generated elsewhere.
 Imports of torch/peft happen inside `train` only, so building a dataset needs neither.
 """

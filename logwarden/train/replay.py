@@ -3,7 +3,9 @@
 Owns two tiny `Engine`s for evaluating a model on another machine (the GPU box) while the
 pipeline, the store and the scoring run here, unchanged: `RecordingEngine` answers every request
 with a valid benign assessment (so the pipeline never trips its circuit breaker) and keeps the
-requests; `ReplayEngine` answers each request with the text generated for that exact prompt.
+requests; `ReplayEngine` answers each request with the text generated for that exact prompt. Each recorded
+request keeps its own JSON schema (the evidence ids its digest part shows), so the GPU box
+generates under the same per-prompt grammar the pipeline would use.
 Same windows, same digests, same prompts, same merge policy — only generation moved.
 Knows nothing of logs or the store; prompts are opaque strings.
 """
@@ -17,8 +19,7 @@ from pathlib import Path
 from logwarden.errors import InputError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 
-BENIGN = json.dumps({"anomaly": "recording", "trace": "recording", "recommendation": "recording",
-                     "category": "benign", "techniques": [], "risk_level": "info"})
+BENIGN = json.dumps({"findings": [], "recommendation": "recording"})
 
 
 class RecordingEngine:
@@ -44,7 +45,7 @@ class RecordingEngine:
         return {"model": self.model_name, "recorded": len(self.requests)}
 
     def write(self, path: Path) -> int:
-        rows = [{"system": r.system, "user": r.user} for r in self.requests.values()]
+        rows = [{"system": r.system, "user": r.user, "schema": r.schema} for r in self.requests.values()]
         path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
         return len(rows)
 

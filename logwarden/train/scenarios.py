@@ -7,6 +7,9 @@ writing lines in the real formats (RFC 3164 syslog, Apache/Nginx combined, Apach
 Windows event JSON, CloudTrail records, auditd). The truth (`category`, `risk`, `techniques`)
 and the phrasing material for the target text travel with the lines.
 
+Benign lines mixed into an attack scenario are `Noise` (a `str` marker), so the dataset knows which
+lines are the incident's evidence; a scenario with several incidents lists each one's lines.
+
 Addresses are drawn outside the documentation ranges (192.0.2/24, 198.51.100/24, 203.0.113/24)
 that sample_logs uses, so evaluation windows cannot leak into training data.
 Knows nothing of parsing, mining, prompts or the model.
@@ -68,6 +71,23 @@ def private_ip(rng: random.Random) -> str:
 
 # ---- the scenario and its clock ------------------------------------------------------------------
 
+class Noise(str):
+    """A benign line mixed into a scenario: routine activity, not evidence of its incident."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class Incident:
+    """One incident of a scenario: its lines (exactly as in the scenario) and its truth."""
+
+    lines: list[str]
+    category: str
+    risk: str
+    techniques: list[str]
+    what: str
+
+
 @dataclass(slots=True)
 class Scenario:
     """Raw lines of one window plus the truth and phrasing material for its target answer."""
@@ -82,6 +102,14 @@ class Scenario:
     advice: list[str]  # recommendation variants, already specific
     injected: bool = False
     facts: dict = field(default_factory=dict)
+    parts: list[Incident] = field(default_factory=list)  # several incidents (else: one, every non-Noise line)
+
+    def incidents(self) -> list[Incident]:
+        """The scenario's incidents (none for a benign one), each with the lines that are its evidence."""
+        if self.category == "benign":
+            return []
+        return self.parts or [Incident([line for line in self.lines if not isinstance(line, Noise)],
+                                       self.category, self.risk, self.techniques, self.what)]
 
 
 class Clock:
@@ -152,7 +180,7 @@ def audit_line(t: datetime, serial: int, kind: str, body: str) -> str:
 
 # ---- benign noise per format (mixed into attack windows, and benign windows on their own) -----------
 
-def noise_syslog(rng: random.Random, clock: Clock, host: str) -> str:
+def noise_syslog(rng: random.Random, clock: Clock, host: str) -> Noise:
     user, pid = rng.choice(USERS), rng.randint(1000, 65000)
     options = (
         ("CRON", pid, f"pam_unix(cron:session): session opened for user {rng.choice(('root', 'www-data', user))}(uid=0) by (uid=0)"),
@@ -165,17 +193,17 @@ def noise_syslog(rng: random.Random, clock: Clock, host: str) -> str:
         ("systemd-timesyncd", rng.randint(400, 700), f"Initial synchronization to time server {private_ip(rng)}:123 (ntp.ubuntu.com)."),
     )
     prog, pid, msg = rng.choice(options)
-    return syslog_line(clock.tick(1, 90), host, prog, pid, msg)
+    return Noise(syslog_line(clock.tick(1, 90), host, prog, pid, msg))
 
 
-def noise_access(rng: random.Random, clock: Clock, site: str) -> str:
+def noise_access(rng: random.Random, clock: Clock, site: str) -> Noise:
     ip = rng.choice((private_ip(rng), public_ip(rng)))
     if rng.random() < 0.15:
-        return access_line(clock.tick(0.1, 15), private_ip(rng), "GET", "/healthz", 200, 2, rng.choice(BOTS))
+        return Noise(access_line(clock.tick(0.1, 15), private_ip(rng), "GET", "/healthz", 200, 2, rng.choice(BOTS)))
     path = rng.choice(PAGES + ASSETS)
     status = rng.choices((200, 304, 404, 301), (80, 10, 6, 4))[0]
-    return access_line(clock.tick(0.1, 15), ip, "GET", path, status, rng.randint(200, 90000) if status == 200 else None,
-                       rng.choice(BROWSERS), referrer=f"https://{site}{rng.choice(PAGES)}")
+    return Noise(access_line(clock.tick(0.1, 15), ip, "GET", path, status, rng.randint(200, 90000) if status == 200 else None,
+                             rng.choice(BROWSERS), referrer=f"https://{site}{rng.choice(PAGES)}"))
 
 
 # ---- scenarios: Unix auth ------------------------------------------------------------------------
@@ -455,6 +483,36 @@ def web_attack(rng: random.Random) -> Scenario:
     return Scenario(f"web_{kind}", "/var/log/nginx/access.log", lines, category, risk, techniques, what, advice, injected)
 
 
+# Parameter values that look odd to a pattern matcher and are what people type or tools append every day.
+ODD_BENIGN_PARAMS = (
+    ("/search", "q", ("O%27Brien", "rock%20%26%20roll", "50%25%20off", "%22exact%20phrase%22", "c%2B%2B%20books", "1%2F2%20inch",
+                      "caf%C3%A9%20cr%C3%A8me", "size%3A%2042", "tom%27s%20diner", "AT%26T%20phones", "what%20is%20%3Cdiv%3E%3F")),
+    ("/checkout/address", "street", ("C%2F%20Mayor%2C%2012%2C%203%C2%BA%20B", "12%20Rue%20de%20l%27%C3%89glise", "Flat%204%2C%20221B",
+                                    "P.O.%20Box%20%23512", "Stra%C3%9Fe%20des%2017.%20Juni%20135")),
+    ("/api/v2/items", "filter", ("price%3E%3D10%20and%20price%3C%3D50", "%7B%22color%22%3A%22red%22%7D", "tags%3Din(a%2Cb)",
+                                 "name%20like%20shoe%2A", "-created_at")),
+    ("/track", "ref", ("utm_source%3Dnewsletter%26utm_medium%3Demail", "gclid%3DCj0KCQjw", "fbclid%3DIwAR3xYz",
+                       "aHR0cHM6Ly9leGFtcGxlLmNvbS8%3D", "partner%3Aacme%7Cq3")),
+    ("/login", "next", ("%2Faccount%2Forders%3Fpage%3D2", "%2F", "https%3A%2F%2Fportal%2Fhome", "%2Fcart%23step-2")),
+)
+
+
+def benign_web_params(rng: random.Random) -> Scenario:
+    """Routine traffic whose query values carry quotes, brackets, operators, encodings: odd shapes, not attacks."""
+    clock, site = Clock(rng), rng.choice(SITES)
+    lines = [noise_access(rng, clock, site) for _ in range(rng.randint(5, 25))]
+    for _ in range(rng.randint(3, 12)):
+        path, name, values = rng.choice(ODD_BENIGN_PARAMS)
+        status = rng.choice((200, 200, 200, 302, 404))
+        lines.insert(rng.randint(0, len(lines)), access_line(
+            clock.tick(0.1, 20), rng.choice((private_ip(rng), public_ip(rng))), "GET", f"{path}?{name}={rng.choice(values)}",
+            status, rng.randint(300, 60000) if status == 200 else None, rng.choice(BROWSERS),
+            referrer=f"https://{site}{rng.choice(PAGES)}"))
+    what = "ordinary requests whose search, address, filter and tracking parameters contain quotes, operators and encodings"
+    return Scenario("benign_web_params", "/var/log/nginx/access.log", lines, "benign", "info", [], what,
+                    ["No action needed."])
+
+
 def web_scanner(rng: random.Random) -> Scenario:
     clock, site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
     tool = rng.choice(("Nikto/2.5.0", "Mozilla/5.0 (compatible; Nmap Scripting Engine)", "gobuster/3.6", "WPScan v3.8.25",
@@ -607,6 +665,7 @@ def win_malware(rng: random.Random) -> Scenario:
                           ParentImage=parent, User=f"CORP\\{user}")
              for img, c in [(rng.choice(("C:\\Windows\\System32\\svchost.exe", "C:\\Windows\\System32\\taskhostw.exe")), "svchost.exe -k netsvcs")] * rng.randint(0, 3)
              + [(image, cmd)]]
+    lines = [Noise(line) for line in lines[:-1]] + lines[-1:]  # the service-host starts are routine
     what = f"{image.split(chr(92))[-1]} started by {parent.split(chr(92))[-1]} as {user} with the command line: {cmd[:120]}"
     advice = [f"Isolate {host}, collect the process tree and memory, and hunt for the same command line on other hosts",
               f"Contain {host}, reset {user}'s credentials and block any download source named in the command"]
@@ -721,7 +780,8 @@ def cloud_incident_day(rng: random.Random) -> Scenario:
     main = max(incidents, key=lambda s: risk_rank(s.risk))
     what = f"{main.what}; also in this window: " + "; ".join(s.what for s in incidents if s is not main)
     return Scenario("cloud_incident_day", "cloudtrail.jsonl", lines, main.category, main.risk, main.techniques, what,
-                    main.advice, facts={"incidents": [(s.name, s.risk) for s in incidents]})
+                    main.advice, facts={"incidents": [(s.name, s.risk) for s in incidents]},
+                    parts=[part for s in sorted(incidents, key=lambda s: -risk_rank(s.risk)) for part in s.incidents()])
 
 
 ROUTINE_CALLS = (("DescribeInstances", "ec2.amazonaws.com"), ("ListBuckets", "s3.amazonaws.com"),
@@ -729,14 +789,15 @@ ROUTINE_CALLS = (("DescribeInstances", "ec2.amazonaws.com"), ("ListBuckets", "s3
                  ("DescribeLogGroups", "logs.amazonaws.com"), ("ListFunctions20150331", "lambda.amazonaws.com"))
 
 
-def routine_cloud_calls(rng: random.Random, clock: Clock, region: str, n: int) -> list[str]:
+def routine_cloud_calls(rng: random.Random, clock: Clock, region: str, n: int) -> list[Noise]:
     """Read-only API calls of automation accounts from inside the network, the odd one denied."""
     lines = []
     for _ in range(n):
         name, source = rng.choice(ROUTINE_CALLS)
         err = "AccessDenied" if rng.random() < 0.05 else None
-        lines.append(cloudtrail_line(clock.tick(1, 120), rng, name, source, rng.choice(("ci-deployer", "terraform", "monitoring")),
-                                     private_ip(rng), region=region, error=err))
+        lines.append(Noise(cloudtrail_line(clock.tick(1, 120), rng, name, source,
+                                           rng.choice(("ci-deployer", "terraform", "monitoring")), private_ip(rng),
+                                           region=region, error=err)))
     return lines
 
 
@@ -861,7 +922,7 @@ def audit_exec(rng: random.Random) -> Scenario:
     lines = []
     for _ in range(rng.randint(0, 4)):
         serial += 1
-        lines.append(audit_line(clock.tick(), serial, "USER_START", f"pid={rng.randint(1000, 9999)} uid=0 auid=0 ses=3 msg='op=PAM:session_open acct=\"root\" exe=\"/usr/sbin/cron\" hostname=? addr=? terminal=cron res=success'"))
+        lines.append(Noise(audit_line(clock.tick(), serial, "USER_START", f"pid={rng.randint(1000, 9999)} uid=0 auid=0 ses=3 msg='op=PAM:session_open acct=\"root\" exe=\"/usr/sbin/cron\" hostname=? addr=? terminal=cron res=success'")))
     serial += 1
     t = clock.tick()
     lines.append(audit_line(t, serial, "SYSCALL", f"arch=c000003e syscall=59 success=yes exit=0 ppid={rng.randint(1000, 9999)} pid={rng.randint(1000, 9999)} auid=4294967295 uid=33 gid=33 euid=33 comm=\"{argv[0]}\" exe=\"/usr/bin/{argv[0]}\" key=\"exec\""))
@@ -984,6 +1045,7 @@ GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
         ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, sftp_exfil, benign_sftp,
         kernel_trouble, cron_dropper,
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
+        benign_web_params,
         win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
         apache_probe_errors, benign_apache_errors, cloud_attack, cloud_incident_day, benign_cloud, cloud_s3_exfil,
         benign_s3_reads, cloud_internal_bulk_read,

@@ -144,6 +144,11 @@ def _print_summary(m: RunMetrics) -> None:
             ("windows skipped by policy", m.windows_skipped_by_policy), ("model calls", m.llm_calls),
             ("model failures", m.llm_failures), ("compression ratio", f"{m.compression_ratio:.1f}x"),
             ("records", m.records), ("errors", m.errors)]
+    if m.windows_llm:  # what the model was shown, and what it made up
+        rows += [("rare lines seen by the model", f"{m.rare_lines_shown:,}/{m.rare_lines_llm:,}"
+                  + (f" ({m.rare_line_coverage:.0%})" if m.rare_line_coverage is not None else "")),
+                 ("ungrounded entities removed", f"{m.entities_ungrounded:,}/{m.entities_named:,}"
+                  + (f" ({m.ungrounded_rate:.1%})" if m.ungrounded_rate is not None else ""))]
     rows += [(f"records {level}", m.records_by_level[level]) for level in reversed(RISK_LEVELS)
              if level in m.records_by_level]
     rows += [(f"  {cat}", n) for cat, n in sorted(m.records_by_category.items(), key=lambda kv: -kv[1])]

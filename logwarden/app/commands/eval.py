@@ -1,8 +1,10 @@
 """`logwarden eval --labels FILE [PATH...]`: score the pipeline against labelled units.
 
 Runs the deterministic rules alone and, unless `--rules-only`, the rules + the model, each into
-a throw-away store, then prints recall / false-positive rate / category accuracy per source file
-and overall (a rich table on stderr, or `--json` on stdout). Scoring lives in `app/evaluate.py`.
+a throw-away store, then prints recall / false-positive rate / category accuracy per source file,
+per source and overall, and per run the model's prompts, rare-line coverage and ungrounded-entity
+rate (a rich table on stderr, or `--json` on stdout). `--split FILE --side heldout` scores one side
+of a realdata split. Scoring lives in `app/evaluate.py`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from logwarden.app.cli_common import (
     make_engine_options,
     print_json,
 )
-from logwarden.app.evaluate import EvalRun, Scores, labelled_files, load_labels, run_eval
+from logwarden.app.evaluate import EvalRun, Scores, filter_units, labelled_files, load_labels, run_eval
 from logwarden.app.pipeline import LLM_POLICIES
 
 
@@ -32,15 +34,27 @@ from logwarden.app.pipeline import LLM_POLICIES
 @click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="suspicious", show_default=True,
               help="Which windows the model sees (as in analyze).")
 @click.option("--max-batch", type=int, default=None, help="Most windows per model call.")
+@click.option("--split", "split_path", type=click.Path(path_type=Path), default=None,
+              help="A split file (data/realdata_split.json): score only the labelled files of --side.")
+@click.option("--side", type=click.Choice(["train", "heldout"]), default="heldout", show_default=True,
+              help="Which side of --split to score.")
+@click.option("--max-prompts-per-window", type=click.IntRange(min=0), default=None,
+              help="Prompts a window's rare lines may take (0 = as many as they need; default: analyze's).")
 @engine_options
 @json_option
 @handle_errors
-def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as_json: bool, **engine_kw):
+def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, split_path: Path | None, side: str,
+                 max_prompts_per_window: int | None, as_json: bool, **engine_kw):
     """Score detection recall, false positives and category accuracy against labelled log lines."""
     units = load_labels(labels_path)
     labels_dir = labels_path.resolve().parent
+    if split_path is not None:
+        from logwarden.train.realdata import load_split, side_of
+
+        units = filter_units(units, side_of(load_split(split_path)), side)
     targets = list(paths) or labelled_files(units, labels_dir)
     engine_opts = make_engine_options(engine_kw)
+    prompts = "default" if max_prompts_per_window is None else (max_prompts_per_window or None)
     runs = [run_eval(units, labels_dir, targets, name="rules-only")]
     if not rules_only:
         from logwarden.app.backends import open_engine
@@ -49,11 +63,13 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as
         engine = open_engine(engine_opts)
         name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
         runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, llm_policy=llm_policy,
-                             max_batch=engine_opts.max_batch))
+                             max_batch=engine_opts.max_batch, max_prompts_per_window=prompts))
     if as_json:
         print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
     else:
         err_console.print(results_table(runs))
+        if len(runs) > 1:
+            err_console.print(model_table(runs[1:]))
 
 
 def _pct(value: float | None) -> str:
@@ -73,5 +89,21 @@ def results_table(runs: list[EvalRun]) -> Table:
     for run in runs:
         for scope, scores in run.report.per_file.items():
             table.add_row(*_row(run.name, scope, scores))
+        if len(run.report.per_source) > 1:
+            for scope, scores in run.report.per_source.items():
+                table.add_row(*_row(run.name, f"{scope}/*", scores), style="italic")
         table.add_row(*_row(run.name, "OVERALL", run.report.overall), style="bold", end_section=True)
+    return table
+
+
+def model_table(runs: list[EvalRun]) -> Table:
+    """What the model was shown and how faithful it was, per model run."""
+    table = Table(title="the model's side", header_style="bold")
+    for column in ("run", "prompts", "windows split", "rare lines seen", "entities named", "ungrounded"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for run in runs:
+        m = run.metrics
+        table.add_row(run.name, f"{m['llm_calls']:,}", f"{m['windows_split']:,}",
+                      f"{m['rare_lines_shown']:,}/{m['rare_lines_llm']:,} ({_pct(m['rare_line_coverage'])})",
+                      f"{m['entities_named']:,}", f"{m['entities_ungrounded']:,} ({_pct(m['ungrounded_rate'])})")
     return table

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     JSON, Column, Connection, DateTime, ForeignKey, Index, Integer, MetaData, String, Table, Text,
-    inspect, insert, select,
+    inspect, insert, select, text,
 )
 
 from logwarden.errors import StoreError
@@ -86,8 +86,15 @@ def _step_1_initial(conn: Connection) -> None:
     _v1_metadata().create_all(conn)
 
 
+def _step_record_grounding(conn: Connection) -> None:
+    """Record schema 2 (evidence-pinned findings): `ungrounded` lists what the model's text named that its
+    digest lacks (removed from the text). Records stored before keep an empty list; they stay readable."""
+    conn.execute(text("ALTER TABLE records ADD COLUMN ungrounded JSON NOT NULL DEFAULT '[]'"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
+    (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
 )
 LATEST_VERSION = STEPS[-1][0]
 

@@ -103,6 +103,7 @@ class Record(Base):
     raw_model_output: Mapped[str | None] = mapped_column(Text)
     engine_stats: Mapped[dict[str, Any] | None]
     llm_error: Mapped[str | None] = mapped_column(Text)
+    ungrounded: Mapped[list[Any]] = mapped_column(default=list)
 
     __table_args__ = (Index("ix_records_risk_rank_last_ts", "risk_rank", "last_ts"),)
 

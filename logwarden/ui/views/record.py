@@ -62,13 +62,17 @@ def _assessment(r: RiskRecord) -> None:
     for title, name in SECTIONS:
         st.markdown(f"**{title}**")
         st.markdown(escape_markdown(getattr(r, name)) or "—")
+    if r.ungrounded:
+        st.caption(escape_markdown("Removed from the model's text — named but not in the digest it was shown: "
+                                   + ", ".join(r.ungrounded), one_line=True))
     if r.llm_error:
         st.warning(f"Model error: {escape_markdown(r.llm_error, one_line=True)}")
 
 
 def _evidence(r: RiskRecord) -> None:
     st.subheader("Evidence")
-    st.caption(escape_markdown(f"{len(r.evidence.line_numbers)} lines of {r.source}", one_line=True))
+    refs = f" · the model pointed at {', '.join(r.evidence.refs)}" if r.evidence.refs else ""
+    st.caption(escape_markdown(f"{len(r.evidence.line_numbers)} lines of {r.source}{refs}", one_line=True))
     stored = {line.line_no: line.text for line in r.evidence.exemplars}
     if stored:
         st.code("\n".join(f"{n:>7}  {text}" for n, text in sorted(stored.items())), language=None)
