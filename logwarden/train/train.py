@@ -50,6 +50,7 @@ class TrainConfig:
     seed: int = 0
     device: str | None = None
     max_val: int = 256  # validation examples scored per epoch (bounded cost)
+    cache_dir: Path | None = None  # where embedded models are assembled (the app's model cache); a folder base needs none
 
 
 @dataclass(slots=True)
@@ -132,11 +133,10 @@ def lora_model(model: Any, cfg: TrainConfig, *, quantized: bool) -> Any:
 
 def load_base(cfg: TrainConfig) -> tuple[Any, Any, dict]:
     """Base weights + tokenizer through the engine's own resolution (embedded, folder, .gguf, hub id)."""
-    from logwarden.app.config import get_settings
     from logwarden.engine.load import load_model, load_tokenizer, resolve_device, resolve_model, resolve_quant
 
     device = resolve_device(cfg.device)
-    source = resolve_model(cfg.base, cache_dir=get_settings().model_cache)
+    source = resolve_model(cfg.base, cache_dir=cfg.cache_dir)
     quant = resolve_quant(cfg.quant, device)
     model = load_model(source, quant=quant, device=device, attention="sdpa")
     info = {"base": cfg.base, "base_path": str(source.path), "base_sha256": source.sha256 or _marker_sha(source.path),

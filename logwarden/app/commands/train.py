@@ -35,9 +35,10 @@ def train(base, data, out, epochs, lr, rank, batch, max_steps, max_len, grad_che
     from logwarden.engine.load import require_transformers
 
     require_transformers()
+    from logwarden.app.config import get_settings
     from logwarden.train.train import TrainConfig, run_training
 
-    cfg = TrainConfig(base=base, data=data, out=out, epochs=epochs, lr=lr, rank=rank, alpha=2 * rank, batch=batch,
+    cfg = TrainConfig(cache_dir=get_settings().model_cache, base=base, data=data, out=out, epochs=epochs, lr=lr, rank=rank, alpha=2 * rank, batch=batch,
                       max_steps=max_steps, max_len=max_len, grad_checkpointing=grad_checkpointing, quant=quant, seed=seed)
     progress = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
