@@ -1,5 +1,5 @@
 """CPU spot check: a few real prompts answered by the embedded model, base and with the shipped
-security-v1 adapter, fp32 on CPU through the real LocalEngine and each prompt's own grammar.
+security-v2 adapter, fp32 on CPU through the real LocalEngine and each prompt's own grammar.
 
 The prompts are what the pipeline sends (recorded with `RecordingEngine`): the first prompt of a
 few sample_logs files and realdata held-out files, and one triage line. For each answer: finished
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / ".mdl" / "cpu_spot_check.json")
     args = ap.parse_args()
     report = {}
-    for name, adapter in (("base", "none"), ("security-v1", None)):
+    for name, adapter in (("base", "none"), ("security-v2", None)):
         engine = load_engine(model="embedded", adapter=adapter, quant="fp32", threads=args.threads, max_batch=8,
                              cache_dir=get_settings().model_cache)
         picks = first_prompts([ROOT / "sample_logs" / s for s in SAMPLES] + [realdata_dir() / h for h in HELDOUT],

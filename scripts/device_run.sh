@@ -14,21 +14,25 @@
 #        #   cut from the realdata train side; manifest.json says how many, answer tokens, targets_ungrounded = 0);
 #        # prompts with their per-prompt schemas → .mdl/data/prompts_sample.jsonl.gz (sample_logs, ~150) and
 #        #   prompts_heldout.jsonl.gz (realdata held-out, 924 prompts, rare-line coverage 100%)
-#    pip download ... -d .mdl/w9 bitsandbytes==0.50.2 xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 \
-#        pydantic_core==2.46.4 typing-inspection==0.4.2 annotated-types==0.7.0 apache-tvm-ffi==0.1.15.post2
-#    (the device README's platform flags; bitsandbytes is 43 MB, the rest ~7 MB)
+#    pip download ... -d .mdl/ws xgrammar==0.2.9 gguf==0.19.0 pydantic==2.13.4 pydantic_core==2.46.4 \
+#        typing-inspection==0.4.2 annotated-types==0.7.0 apache-tvm-ffi==0.1.15.post2      (~7 MB)
+#    pip download ... -d .mdl/wb bitsandbytes==0.50.2                                       (43 MB)
+#    (the device README's platform flags, manylinux_2_24 too). The working tree is ~18 MiB, so
+#    bitsandbytes travels alone and the small wheels with the last, shorter slice.
 #
 # 2. Device calls, one slice each (NN = 00..10), written at its offset so a repeated call is harmless:
 #    run carry=[".mdl/cNN"]  command:
 #      mkdir -p /root/m && dd if=.mdl/cNN of=/root/m/q.gguf bs=500000 seek=$((10#NN*92)) conv=notrunc status=none
+#    the call for c10 also carries .mdl/ws and installs it:
+#      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/ws/*.whl
 #
-# 3. One call installs the wheels (they and the data together exceed one call's 64 MiB):
-#    run carry=[".mdl/w9"]  command:
-#      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/w9/*.whl && \
+# 3. One call installs bitsandbytes and checks the GGUF:
+#    run carry=[".mdl/wb"]  command:
+#      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .mdl/wb/*.whl && \
 #      echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
 #
-# 4. Train (GGUF → bf16 ~52 s, then QLoRA; estimate from session 4's 43,900 tokens/s: ~5,300 prompts ×
-#    ~1,150 tokens × 2 epochs ≈ 12 M tokens ≈ 280 s; ~6 min in all):
+# 4. Train (GGUF → bf16 ~50 s, then QLoRA: session 5, 5,994 prompts × 2 epochs = 12.1 M tokens in 281 s;
+#    325 s the call):
 #    run carry=[".mdl/data"]  timeout_s=600  command: bash scripts/device_run.sh train
 #
 # 5. Generate: base and base + adapter answer the ~1,500 prompts (sample_logs, realdata held-out, 300
@@ -37,14 +41,14 @@
 #    run carry=[".mdl/data"]  timeout_s=600  command: bash scripts/device_run.sh generate
 #
 # 6. Back here: copy $OUT/adapter/{adapter_model.safetensors,adapter_config.json,training.json} to
-#    logwarden/adapters/security-v2/ (base_model_name_or_path "embedded"; a MODEL_CARD.md like v1's) and make
+#    logwarden/adapters/security-vN/ (base_model_name_or_path "embedded"; a MODEL_CARD.md like v2's) and make
 #    it the default in logwarden/adapters/__init__.py; put both answers_*.jsonl in one folder and score the
 #    three sets, rules-only / base / base + adapter, through the unchanged pipeline:
 #    PYTHONPATH=. python scripts/device_score.py --results <folder> --markdown     # the EVAL.md tables
 #    PYTHONPATH=. python scripts/device_score.py --results <folder> > <folder>/score.json
 #
 # Evaluation only (an existing adapter, no training): steps 2, 3, then
-#    bash scripts/device_run.sh generate --adapter logwarden/adapters/security-v1
+#    bash scripts/device_run.sh generate --adapter logwarden/adapters/security-v2
 set -euo pipefail
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 stage=${1:?usage: device_run.sh train|generate [extra device_job.py arguments]}

@@ -23,7 +23,7 @@ from logwarden.engine.gguf_tokenizer import token_counter
 from logwarden.errors import ConfigError, ModelError
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED_ADAPTER = ROOT / "logwarden" / "adapters" / "security-v1"
+SHIPPED_ADAPTER = ROOT / "logwarden" / "adapters" / "security-v2"
 
 
 # ---- GGUF metadata -----------------------------------------------------------------------

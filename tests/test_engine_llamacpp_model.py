@@ -43,7 +43,7 @@ def test_describes_the_verified_gguf_and_the_converted_adapter(engine):
     info = engine.describe()
     assert info["engine"] == "llamacpp" and info["sha256"] == PACKS["embedded"].sha256
     assert info["quant"] == "Q4_K_M" and info["slots"] == 2 and info["threads"] == 1
-    assert info["adapter"].endswith("security-v1") and info["adapter_gguf"].endswith("-qwen2.gguf")
+    assert info["adapter"].endswith("security-v2") and info["adapter_gguf"].endswith("-qwen2.gguf")
     assert info["tokenizer_exact"] is True
 
 

@@ -96,6 +96,29 @@ def test_model_only_record_covers_exactly_the_named_lines():
     assert record.trace.startswith("1 line(s) of /var/log/auth.log on web01, lines 9-9") and "evidence L9" in record.trace
 
 
+MIXED = [f"Failed password for root from 203.0.113.7 port {4000 + i} ssh2" for i in range(4)] + \
+        [f"Failed password for root from 198.51.100.{20 + i} port {5000 + i} ssh2" for i in range(4)]
+
+
+def test_a_finding_on_a_broad_template_is_pinned_to_the_lines_showing_what_it_names():
+    window, part = window_of(MIXED)  # one template over two sources' failures
+    assert part.lines_of["T1"] == list(range(1, 9))
+    pinned = answer(part, finding(evidence=["T1"], anomaly="4 failed root logins from 203.0.113.7.",
+                                  risk_level="medium"))
+    [record] = build_records(window, [], pinned, PROV)
+    assert record.evidence.line_numbers == [1, 2, 3, 4]  # 203.0.113.7's lines, not 198.51.100.x's
+
+
+def test_a_finding_whose_evidence_shows_none_of_what_it_names_is_dropped():
+    window, part = window_of(BRUTE)
+    wrong = answer(part, finding(evidence=["L9"], anomaly="203.0.113.7 brute-forced root.", risk_level="high"))
+    assert build_records(window, [], wrong, PROV) == []  # L9 is deploy's publickey login: nothing of 203.0.113.7
+    right = answer(part, finding(evidence=["L9"], category="policy_violation", risk_level="medium",
+                                 anomaly="Publickey login of user deploy from 10.0.0.5."))
+    [record] = build_records(window, [], right, PROV)
+    assert record.evidence.line_numbers == [9]
+
+
 def test_one_window_yields_several_incidents():
     window, part = window_of(BRUTE)
     both = answer(part, finding(evidence=["T1"]), finding(evidence=["L9"], category="policy_violation",
@@ -217,3 +240,15 @@ def test_a_finding_raises_the_groups_its_evidence_overlaps_of_its_category():
                               anomaly="Root logged in without MFA and stopped the trail."))
     assert takeover["root-login"] == takeover["trail"] == ("critical", "rules+llm")
     assert takeover["other"] == ("high", "rules") and "llm" not in takeover
+
+
+def test_pinning_reads_windows_paths_in_json_and_long_values_cut_by_the_digest():
+    from logwarden.app.grounding import Grounded
+    from logwarden.app.postprocess import _folded, pinned_lines
+
+    folded = {1: _folded(r'{"CommandLine":"C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe -enc"}'),
+              2: _folded('{"CommandLine":"C:\\\\Windows\\\\explorer.exe"}')}
+    cut = Grounded(text="", entities=["C:/Windows/System32/WindowsPower"])  # the digest showed a cut value
+    assert pinned_lines([1, 2], folded, cut) == [1]
+    vocabulary = Grounded(text="", entities=["Manipulation", "4732"])  # no line holds it: nothing to pin by
+    assert pinned_lines([1, 2], folded, vocabulary) == [1, 2]

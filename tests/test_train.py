@@ -81,15 +81,20 @@ def test_train_cli_missing_data_says_how_to_fix(tmp_path):
 
 def test_embedded_gets_the_shipped_adapter_only_when_it_was_trained_on_this_prompt(tmp_path, monkeypatch):
     from logwarden import adapters
-    from logwarden.adapters import SECURITY_V1, default_adapter, resolve_adapter
+    from logwarden.adapters import SECURITY_V2, default_adapter, resolve_adapter
     from logwarden.prompts import PROMPT_VERSION
 
-    assert (SECURITY_V1 / "adapter_config.json").is_file()
-    assert (SECURITY_V1 / "adapter_model.safetensors").stat().st_size <= 16 * 1024 * 1024
-    # security-v1 learnt record schema 1 (analyze_v1): not applied to analyze_v2 prompts unless named
-    assert adapters.trained_prompt_version(SECURITY_V1) == "analyze_v1" != PROMPT_VERSION
+    assert (SECURITY_V2 / "adapter_config.json").is_file()
+    assert (SECURITY_V2 / "adapter_model.safetensors").stat().st_size <= 16 * 1024 * 1024
+    assert adapters.trained_prompt_version(SECURITY_V2) == PROMPT_VERSION
+    assert resolve_adapter("embedded", None) == str(SECURITY_V2) == str(default_adapter("embedded"))
+    older = tmp_path / "security-v0"  # an adapter taught another prompt: applied only when named
+    older.mkdir()
+    (older / "adapter_config.json").write_text("{}")
+    (older / "training.json").write_text(json.dumps({"data": {"manifest": {"prompt_version": "analyze_v1"}}}))
+    monkeypatch.setitem(adapters.DEFAULTS, "embedded", older)
     assert resolve_adapter("embedded", None) is None and default_adapter("embedded") is None
-    assert resolve_adapter("embedded", str(SECURITY_V1)) == str(SECURITY_V1)
+    assert resolve_adapter("embedded", str(older)) == str(older)
     current = tmp_path / "security-vN"
     current.mkdir()
     (current / "adapter_config.json").write_text("{}")

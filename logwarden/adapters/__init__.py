@@ -2,8 +2,8 @@
 
 Owns: the folder of each shipped peft adapter and the rule "`--model embedded` loads the
 security adapter unless `--adapter none`" — when that adapter was trained on the prompt version
-logwarden sends now (its training.json says which): an adapter taught another answer shape
-(security-v1: record schema 1) is not applied by default, only when named with `--adapter`.
+logwarden sends now (its training.json says which): an adapter taught another answer shape is
+not applied by default, only when named with `--adapter`.
 Knows nothing of loading: `engine.load` asks `resolve_adapter` and applies what it returns.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from logwarden.prompts import PROMPT_VERSION
 
-SECURITY_V1 = Path(__file__).resolve().parent / "security-v1"
-DEFAULTS = {"embedded": SECURITY_V1}  # trained on the embedded 0.5B's weights; other bases get none
+SECURITY_V2 = Path(__file__).resolve().parent / "security-v2"
+DEFAULTS = {"embedded": SECURITY_V2}  # trained on the embedded 0.5B's weights; other bases get none
 
 
 def trained_prompt_version(folder: Path) -> str | None:

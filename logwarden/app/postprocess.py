@@ -22,13 +22,14 @@ Knows nothing of files, the engine internals or the store.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from logwarden.app import attack
-from logwarden.app.grounding import ground
+from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
 from logwarden.app.mine import Window
 from logwarden.app.models import Event, Signal
@@ -63,6 +64,11 @@ DEFAULT_RECOMMENDATION = {
     "policy_violation": "Confirm with the account owner; restore logging/settings and review what happened while they were off.",
     "benign": "No action needed.",
 }
+
+
+CUT_VALUE = 16  # a name this long may be a prefix of the line's value: the digest shows long values cut
+_BACKSLASHES = re.compile(r"\\+")
+_COUNT = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%?")  # "14", "1,200", "3.5%": counts a line need not show
 
 
 class AssessmentError(ValueError):
@@ -187,7 +193,7 @@ def _overlaps(group: _Group, signal: Signal) -> bool:
 def claims_of(results: Sequence[LLMResult], window: Window) -> list[_Claim]:
     """Every finding of every prompt, pinned to the window's lines its evidence ids stand for (ids the
     prompt did not show are ignored: an unconstrained backend may invent them), its texts grounded."""
-    present = {e.line_no for e in window.events}
+    folded = {e.line_no: _folded(e.raw) for e in window.events} if any(r.assessment for r in results) else {}
     claims = []
     for result in results:
         if result.assessment is None:
@@ -195,13 +201,35 @@ def claims_of(results: Sequence[LLMResult], window: Window) -> list[_Claim]:
         advice = ground(result.assessment.recommendation, result.digest)
         for finding in result.assessment.findings:
             refs = [r for r in dict.fromkeys(finding.evidence) if r in result.lines_of]
-            lines = sorted({n for r in refs for n in result.lines_of[r] if n in present})
+            said = ground(finding.anomaly, result.digest)
+            lines = pinned_lines(sorted({n for r in refs for n in result.lines_of[r] if n in folded}), folded, said)
             if not lines:
                 continue
-            said = ground(finding.anomaly, result.digest)
             claims.append(_Claim(finding, refs, lines, said.text, advice.text,
                                  list(dict.fromkeys(said.ungrounded + advice.ungrounded)), result))
     return claims
+
+
+def pinned_lines(lines: Sequence[int], folded: dict[int, str], said: Grounded) -> list[int]:
+    """The cited lines that show what the finding says. A template id stands for all its lines, most of
+    them routine when the template is broad; so a finding that names things the window's lines hold
+    (addresses, accounts, paths, processes — grounded ones, not counts, not words of the digest's own
+    vocabulary such as technique names) is about the cited lines holding one of them, and a finding whose
+    evidence shows none of what it names is pinned to nothing (dropped; the rules' records stand).
+    "Holding": as a word; a long value (`CUT_VALUE` characters and more) may be a prefix, the digest cuts them.
+    `folded`: the window's lines by number, `_folded`."""
+    names = [e for e in said.entities if e not in said.ungrounded and not _COUNT.fullmatch(e)]
+    patterns = [re.compile(rf"(?<!\w){re.escape(_folded(name))}" + ("" if len(name) >= CUT_VALUE else r"(?!\w)"))
+                for name in names]
+    patterns = [p for p in patterns if any(map(p.search, folded.values()))]
+    if not patterns:
+        return list(lines)
+    return [n for n in lines if any(p.search(folded[n]) for p in patterns)]
+
+
+def _folded(text: str) -> str:
+    """Lower case, any run of `\\` as one `/`: C:/Users is C:\\Users, also inside a JSON string."""
+    return _BACKSLASHES.sub("/", text.lower())
 
 
 def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int]:
