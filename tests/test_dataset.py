@@ -20,7 +20,7 @@ from logwarden.app.models import Signal
 from logwarden.prompts import FENCE, system_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import answer_schema
-from logwarden.train.dataset import build_dataset, example_at, examples, render, truths, ungrounded_in
+from logwarden.train.dataset import DATASET_VERSION, build_dataset, example_at, examples, render, truths, ungrounded_in
 from logwarden.train.scenarios import GENERATORS, Noise, cloud_incident_day
 from logwarden.train.targets import Truth, answer
 
@@ -170,7 +170,7 @@ def test_build_writes_split_files_and_manifest(tmp_path):
     train = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
     val = [json.loads(line) for line in (tmp_path / "val.jsonl").read_text().splitlines()]
     assert manifest["counts"] == {"train": len(train), "val": len(val)} and len(train) >= 24 and len(val) >= 1
-    assert len({row["meta"]["window"] for row in train}) == 24 and manifest["dataset_version"] == "4"
+    assert len({row["meta"]["window"] for row in train}) == 24 and manifest["dataset_version"] == DATASET_VERSION
     assert manifest["targets_ungrounded"] == 0
     assert set(train[0]) == {"system", "user", "assistant", "meta"}
     assert all(row["meta"]["key"].startswith("4/train/") for row in train)
@@ -202,3 +202,16 @@ def test_a_teacher_answer_is_kept_only_when_it_agrees_with_the_label():
     invented = target.model_copy(update={"recommendation": "Block 8.8.4.4 now."})
     assert not agrees_with_label(invented, target, example.user)
     assert not agrees_with_label(LLMAssessment(findings=[], recommendation="No action needed."), target, example.user)
+
+
+def test_raw_http_attacks_are_pinned_to_the_lines_holding_the_payload():
+    """The raw-request generator's evidence is the request line or body carrying the payload, never a header."""
+    rng = random.Random(11)
+    for _ in range(20):
+        scenario = GENERATORS["raw_http_attack"](rng)
+        [incident] = scenario.incidents()
+        assert incident.lines and all(not line.split(":", 1)[0].istitle() or line.startswith(("GET ", "POST "))
+                                      for line in incident.lines)
+        rendered = render(scenario)
+        events = rendered.window.events  # parsed as raw requests (a request line and body are access events)
+        assert {e.format for e in events if e.raw.strip()} == {"access", "http_header"}

