@@ -230,12 +230,13 @@ class EvalRun:
 
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
-             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8) -> EvalRun:
+             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8,
+             sigma: Sequence[str] = ()) -> EvalRun:
     """Analyse `paths` into a throw-away SQLite store and score the records it produced."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
-    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch)
+    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch, sigma=tuple(sigma))
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
         store = open_store(f"sqlite:///{tmp}/eval.db")
         try:

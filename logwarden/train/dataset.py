@@ -23,6 +23,7 @@ from pathlib import Path
 from logwarden.errors import ConfigError
 from logwarden.app.mine import Window
 from logwarden.app.models import LogLine, Signal
+from logwarden.app.detect import shipped_ruleset
 from logwarden.app.triage import prepare_lines
 from logwarden.prompts import PROMPT_VERSION, system_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
@@ -72,7 +73,7 @@ def render(scenario: Scenario, count_tokens: TokenCounter = approx_tokens,
         lines.append(LogLine(source=scenario.path, inode=0, offset=offset, line_no=no, text=text))
         offset += len(text.encode()) + 1
     prepared = prepare_lines(lines, source=scenario.path, path=scenario.path, budget_tokens=budget,
-                             count_tokens=count_tokens)
+                             count_tokens=count_tokens, rules=shipped_ruleset())  # the same on every machine
     return Rendered(scenario, prepared.window, prepared.signals, prepared.prompt)
 
 

@@ -19,6 +19,7 @@ from logwarden.app.cli_common import (
     json_option,
     make_engine_options,
     print_json,
+    sigma_option,
 )
 from logwarden.app.evaluate import EvalRun, Scores, labelled_files, load_labels, run_eval
 from logwarden.app.pipeline import LLM_POLICIES
@@ -32,16 +33,17 @@ from logwarden.app.pipeline import LLM_POLICIES
 @click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="suspicious", show_default=True,
               help="Which windows the model sees (as in analyze).")
 @click.option("--max-batch", type=int, default=None, help="Most windows per model call.")
+@sigma_option
 @engine_options
 @json_option
 @handle_errors
-def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as_json: bool, **engine_kw):
+def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as_json: bool, sigma_paths, **engine_kw):
     """Score detection recall, false positives and category accuracy against labelled log lines."""
     units = load_labels(labels_path)
     labels_dir = labels_path.resolve().parent
     targets = list(paths) or labelled_files(units, labels_dir)
     engine_opts = make_engine_options(engine_kw)
-    runs = [run_eval(units, labels_dir, targets, name="rules-only")]
+    runs = [run_eval(units, labels_dir, targets, name="rules-only", sigma=sigma_paths)]
     if not rules_only:
         from logwarden.app.backends import open_engine
 
@@ -49,7 +51,7 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, as
         engine = open_engine(engine_opts)
         name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
         runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, llm_policy=llm_policy,
-                             max_batch=engine_opts.max_batch))
+                             max_batch=engine_opts.max_batch, sigma=sigma_paths))
     if as_json:
         print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
     else:

@@ -17,6 +17,7 @@ from typing import Any
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
+from logwarden.app.parse.messages import add_message_fields, app_failure_fields
 from logwarden.app.parse.timestamps import parse_any
 from logwarden.app.parse.web import json_access_fields, split_host_port, zeek_event
 
@@ -382,8 +383,13 @@ class JsonParser(_ObjectParser):
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
         fmt = "syslog" if _is_journald(obj) else "json"
+        program = _text(_first_scalar(flat, _PROGRAM_KEYS))
+        if fmt == "syslog":
+            add_message_fields(fields, program, str(message))
+        elif "src_ip" not in fields:  # an app's "login failed … from 1.2.3.4" in its message
+            fields.update({k: v for k, v in app_failure_fields(str(message)).items() if k not in fields})
         return new_event(line, fmt, ts=ts, host=_text(_first_scalar(flat, _HOST_KEYS)),
-                         program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message), fields=fields)
+                         program=program, message=str(message), fields=fields)
 
 
 def _gcp_audit_identity(obj: dict, fields: dict) -> None:
