@@ -115,7 +115,7 @@ class Dispatch:
 
     def candidates(self, view: EventView) -> list[CompiledRule]:
         hits: set[int] = set()
-        fields = view.event.fields
+        fields = view.fields
         for name, direct, index in self.eq:
             if direct and name not in fields:
                 continue

@@ -67,6 +67,14 @@ def to_text(value: Any) -> str | tuple[str, ...] | None:
     return str(value)
 
 
+def _sigma_keys(event: Event) -> dict[str, Any]:
+    """Windows EventData names with spaces (Defender's "Threat Name") as Sigma writes them ("ThreatName")."""
+    fields = event.fields
+    if event.format != "windows" or not any(" " in key for key in fields):
+        return fields
+    return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
+
+
 def _dig(value: Any, parts: list[str]) -> Any:
     for part in parts:
         if not isinstance(value, dict):
@@ -85,10 +93,11 @@ def _dig(value: Any, parts: list[str]) -> Any:
 class EventView:
     """A read-only lens on one event for rule evaluation (one per event, shared by every rule)."""
 
-    __slots__ = ("event", "aliases", "_values", "_lower", "_cased", "_record", "_haystack")
+    __slots__ = ("event", "fields", "aliases", "_values", "_lower", "_cased", "_record", "_haystack")
 
     def __init__(self, event: Event, aliases: dict[str, Alias] | None = None) -> None:
         self.event = event
+        self.fields = _sigma_keys(event)  # the event's fields under the names Sigma rules use
         self.aliases = aliases  # the logsource's Sigma name → field (or function of the event)
         self._values: dict[str, Any] = {}
         self._lower: dict[str, Any] = {}
@@ -144,7 +153,7 @@ class EventView:
 
     def _resolve(self, name: str) -> Any:
         event = self.event
-        fields = event.fields
+        fields = self.fields
         if name in fields:
             return fields[name]
         if self.aliases:
