@@ -9,13 +9,16 @@ RE2 alternation).
 `gate_clauses(ir)` derives what the detector screens on: clauses (AND of ORs) of atoms
 `("eq", field, text)` / `("sub", field, literal)`, each a necessary condition for a match: an
 event can only match if, for every clause, one atom holds on its lowercase field text. The
-detector finds atoms with one dictionary lookup (eq) or one Aho-Corasick scan (sub) per field.
+detector finds atoms with one dictionary lookup (eq) or one RE2::Set scan (sub) per field.
 Knows nothing about logsources, correlations or signals.
 """
 
 from __future__ import annotations
 
+import bisect
+import functools
 import ipaddress
+import json
 import re
 import re._parser as sre_parse
 from collections.abc import Callable, Sequence
@@ -98,13 +101,17 @@ def _any(matchers: list[Matcher]) -> Matcher:
 def _or_children(children: Sequence[tuple]) -> list[Matcher]:
     """Plain string tests on one field are folded into one test per field."""
     folded: dict[str, list[tuple]] = {}
+    networks: dict[str, list[str]] = {}
     rest: list[Matcher] = []
     for child in children:
         if child[0] == "field" and child[2][0] == "str" and child[2][1] in _SIMPLE and not child[2][3]:
             folded.setdefault(child[1], []).append(child[2])
+        elif child[0] == "field" and child[2][0] == "cidr":
+            networks.setdefault(child[1], []).append(child[2][1])
         else:
             rest.append(compile_condition(child))
     merged = [_field_test(name, _string_set(values), cased=False, cost=2) for name, values in folded.items()]
+    merged += [_field_test(name, _cidr_test(nets), cased=True, cost=4) for name, nets in networks.items()]
     return sorted(merged + rest, key=_cost)
 
 
@@ -151,7 +158,7 @@ def _contains_any(needles: list[str]) -> Callable[[str], bool] | None:
     if len(needles) <= 4:
         return lambda t: any(n in t for n in needles)
     alternation = compile_safe("|".join(map(re.escape, sorted(set(needles), key=len, reverse=True))))
-    return alternation.search
+    return alternation.search  # RE2: one linear scan for any number of needles
 
 
 def _string_test(kind: str, text: str, cased: bool) -> Callable[[str], bool]:
@@ -194,18 +201,11 @@ def _keyword(value: tuple) -> Matcher:
     if value[0] == "str":
         test = _string_test(value[1], value[2], value[3])
         cased = value[3]
-        return _costed(lambda v: test(v.haystack() if cased else _lower_haystack(v)), 6)
+        return _costed(lambda v: test(v.haystack() if cased else v.haystack_lower()), 6)
     if value[0] == "re":
         regex = compile_safe(value[1], value[2])
         return _costed(lambda v: regex.search(v.haystack()), 9)
     raise CompileError(f"a keyword detection cannot use a {value[0]} value")
-
-
-def _lower_haystack(v: EventView) -> str:
-    cached = v._lower.get("\x00haystack")
-    if cached is None:
-        cached = v._lower["\x00haystack"] = v.haystack().lower()
-    return cached
 
 
 def _scalars(value: Any) -> list[Any]:
@@ -265,19 +265,47 @@ def _exists_leaf(name: str, value: tuple) -> Matcher:
     return _costed(lambda v: (v.get(name) is not None) is wanted, 0)
 
 
-def _cidr_leaf(name: str, value: tuple) -> Matcher:
-    network = ipaddress.ip_network(value[1])
+@functools.lru_cache(maxsize=65536)
+def ip_of(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address as logs write it (IPv4-mapped IPv6 read as IPv4), None when it is not one."""
+    try:
+        address = ipaddress.ip_address(text.strip().strip("[]"))
+    except ValueError:
+        return None
+    if address.version == 6 and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _cidr_test(networks: Sequence[str]) -> Callable[[str], bool]:
+    """Is the address in any of the networks: a binary search over their merged ranges."""
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for network in map(ipaddress.ip_network, networks):
+        ranges.setdefault(network.version, []).append((int(network.network_address), int(network.broadcast_address)))
+    starts: dict[int, list[int]] = {}
+    ends: dict[int, list[int]] = {}
+    for version, spans in ranges.items():
+        merged: list[list[int]] = []
+        for start, end in sorted(spans):
+            if merged and start <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        starts[version], ends[version] = [s for s, _ in merged], [e for _, e in merged]
 
     def inside(text: str) -> bool:
-        try:
-            address = ipaddress.ip_address(text.strip().strip("[]"))
-        except ValueError:
+        address = ip_of(text)
+        if address is None or address.version not in starts:
             return False
-        if address.version == 6 and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        return address.version == network.version and address in network
+        number, version = int(address), address.version
+        i = bisect.bisect_right(starts[version], number) - 1
+        return i >= 0 and number <= ends[version][i]
 
-    return _field_test(name, inside, cased=True, cost=4)
+    return inside
+
+
+def _cidr_leaf(name: str, value: tuple) -> Matcher:
+    return _field_test(name, _cidr_test([value[1]]), cased=True, cost=4)
 
 
 def _fieldref_leaf(name: str, value: tuple) -> Matcher:
@@ -342,16 +370,34 @@ def _value_atoms(name: str | None, value: tuple) -> frozenset[Atom] | None:
         literal = regex_literal(value[1], value[2])
     elif kind == "num" and isinstance(value[1], int) and name is not None:
         return frozenset([("eq", name, str(value[1]))])
-    if literal is None or len(literal) < MIN_LITERAL:
+    if literal is None or not _selective(literal):
         return None
+    if name is None:  # keywords are screened on the raw line: JSON writes \ and " escaped
+        forms = {literal.lower(), json.dumps(literal.lower())[1:-1], json.dumps(literal.lower(), ensure_ascii=False)[1:-1]}
+        return frozenset(("sub", None, form) for form in forms)
     return frozenset([("sub", name, literal.lower())])
+
+
+_RARE_CHARACTERS = frozenset("`^~|<>")  # rare in benign command lines and paths, telling in obfuscation
+
+
+def _selective(literal: str) -> bool:
+    """Worth screening on: MIN_LITERAL characters; two if one is not a letter or digit (`^^`, `-f`);
+    one rare character (a backtick); any non-ASCII character (emoji, homoglyphs, bidi controls:
+    rare in benign logs, and what some rules look for alone)."""
+    if len(literal) >= MIN_LITERAL or (literal and not literal.isascii()):
+        return True
+    if len(literal) == 2:
+        return not literal.isalnum() and not literal.isspace()
+    return len(literal) == 1 and literal in _RARE_CHARACTERS
 
 
 def atom_score(atom: Atom) -> int:
     kind, name, text = atom
-    if kind == "eq":
-        return 60 + len(text)
-    return min(len(text), 40) - (3 if name is None else 0)
+    if kind == "eq":  # exact, but short values (true, 3, tcp) are common ones
+        return min(8 + 2 * len(text), 60)
+    rare = 0 if text.isascii() else 10  # a non-ASCII character is rare in benign logs
+    return min(len(text) + rare, 40) - (3 if name is None else 0)
 
 
 def clause_score(clause: frozenset[Atom]) -> int:

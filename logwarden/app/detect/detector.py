@@ -2,7 +2,7 @@
 
 Per event: its logsource route (cached per kind of event) picks a `Dispatch` — the rules of that
 logsource, indexed by their gates: one dictionary lookup per field for exact values, one
-Aho-Corasick scan per field for literals (pyahocorasick) — so only rules whose every gate clause
+RE2::Set scan per field for literals — so only rules whose every gate clause
 holds are evaluated; rules without a usable literal ("always" rules) run on every event of their
 logsource. Matches become signals, and feed the correlations that reference their rule.
 
@@ -16,19 +16,21 @@ rule files (`pack.py`) or how events are parsed.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-
-import ahocorasick
 
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
 from logwarden.app.detect.logsource import Route, route_of
 from logwarden.app.detect.pack import CompiledRule, RuleSet
-from logwarden.app.detect.view import _ATTRIBUTES, _DERIVED, EventView
+from logwarden.app.detect.regex import LiteralSet
+from logwarden.app.detect.view import _ATTRIBUTES, _DERIVED, EventView, lower_text
 from logwarden.app.models import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
+_SAMPLE_MASK = 63  # clause hits are counted on 1 event in 64 ...
+_RELEARN_MASK = 4095  # ... and primaries re-chosen every 4,096 screened events
+_UNSET = object()
 
 
 @dataclass(slots=True)
@@ -91,22 +93,43 @@ class Dispatch:
     def __init__(self, rules: Sequence[CompiledRule], route: Route) -> None:
         self.aliases = route.alias_map() or None
         self.always: list[CompiledRule] = [r for r in rules if not r.clauses]
-        self._primary: dict[int, tuple[CompiledRule, tuple[int, ...]]] = {}
+        # A rule is tried when all its clauses hold; it is looked up by one of them, its "primary":
+        # first the statically most selective one, then the one seen least often (see `_learn`).
+        # Rules share clauses (35 network rules test Initiated=true): each distinct clause is one id.
+        self._primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
+        self._clauses_of: list[tuple[CompiledRule, tuple[int, ...]]] = []
+        self._seen: Counter[int] = Counter()
+        self._events = 0
+        clause_ids: dict[frozenset, int] = {}
+        for rule in rules:
+            if rule.clauses:
+                ids = tuple(clause_ids.setdefault(clause, len(clause_ids)) for clause in rule.clauses)
+                self._primary.setdefault(ids[0], []).append((rule, ids[1:]))
+                if len(ids) > 1:
+                    self._clauses_of.append((rule, ids))
         eq: dict[str | None, dict[str, list[int]]] = {}
         sub: dict[str | None, dict[str, list[int]]] = {}
-        next_id = 0
-        for rule in rules:
-            if not rule.clauses:
-                continue
-            ids = tuple(range(next_id, next_id + len(rule.clauses)))
-            next_id += len(ids)
-            self._primary[ids[0]] = (rule, ids[1:])
-            for clause_id, clause in zip(ids, rule.clauses):
-                for kind, name, text in clause:
-                    (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
-        self.eq = [(name, self._direct(name), {t: tuple(ids) for t, ids in index.items()})
-                   for name, index in eq.items()]
-        self.sub = [(name, self._direct(name), _automaton(index)) for name, index in sub.items()]
+        for clause, clause_id in clause_ids.items():
+            for kind, name, text in clause:
+                (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
+        # fields read straight from Event.fields are screened after one set intersection with the
+        # event's keys; aliases, attributes, derived and dotted names (few) go through the view
+        keywords = sub.pop(None, {})
+        self._keywords = _literal_set(keywords) if keywords else None
+        self._eq = {n: {t: tuple(ids) for t, ids in index.items()} for n, index in eq.items()}
+        self._eq_direct = frozenset(n for n in self._eq if self._direct(n))
+        self._eq_other = [n for n in self._eq if n not in self._eq_direct]
+        # literals of every field in one RE2::Set: one pass over the event's screened fields joined,
+        # then each literal found is checked in the fields that name it
+        by_literal: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+        for name, index in sub.items():
+            for literal, ids in index.items():
+                by_literal.setdefault(literal, []).append((name, tuple(ids)))
+        literals = sorted(by_literal)
+        self._literals = LiteralSet(literals) if literals else None
+        self._fields_of = [(literal, by_literal[literal]) for literal in literals]
+        self._sub_direct = frozenset(n for n in sub if self._direct(n))
+        self._sub_other = [n for n in sub if n not in self._sub_direct]
 
     def _direct(self, name: str | None) -> bool:
         """Is the field read straight from `Event.fields` (so a missing key is cheap to see)?"""
@@ -115,51 +138,91 @@ class Dispatch:
 
     def candidates(self, view: EventView) -> list[CompiledRule]:
         hits: set[int] = set()
-        fields = view.fields
-        for name, direct, index in self.eq:
-            if direct and name not in fields:
-                continue
-            text = view.lower(name)
-            if text is None:
-                continue
-            if type(text) is str:
-                found = index.get(text)
-                if found:
-                    hits.update(found)
-            else:
-                for item in text:
-                    if item in index:
-                        hits.update(index[item])
-        for name, direct, automaton in self.sub:
-            if name is None:
-                text = view.haystack().lower()
-            else:
-                if direct and name not in fields:
-                    continue
-                text = view.lower(name)
-                if text is None:
-                    continue
-                if type(text) is not str:
-                    text = "\n".join(text)
-            for _end, found in automaton.iter(text):
-                hits.update(found)
+        fields, lowered = view.fields, view._lower  # what is lowered here, the rules reuse
+        for name in self._eq_direct & fields.keys():
+            text = lowered[name] = lower_text(fields[name])
+            self._hit_values(self._eq[name], text, hits)
+        for name in self._eq_other:
+            self._hit_values(self._eq[name], view.lower(name), hits)
+        if self._literals is not None:
+            self._screen_literals(view, hits)
+        if self._keywords is not None:  # screened on the raw line (a JSON event: its record) holding every value
+            self._hit_literals(self._keywords, view.event.raw.lower(), hits)
         if not hits:
             return self.always
+        self._events += 1
+        if self._clauses_of and not self._events & _SAMPLE_MASK:
+            self._learn(hits)
         chosen = list(self.always)
         primary = self._primary
         for clause_id in hits:
-            entry = primary.get(clause_id)
-            if entry is not None and all(other in hits for other in entry[1]):
-                chosen.append(entry[0])
+            for rule, others in primary.get(clause_id, ()):
+                if not others or all(other in hits for other in others):
+                    chosen.append(rule)
         return chosen
 
+    def _screen_literals(self, view: EventView, hits: set[int]) -> None:
+        fields, lowered = view.fields, view._lower
+        texts: dict[str, str] = {}
+        for name in self._sub_direct & fields.keys():
+            text = lowered.get(name, _UNSET)
+            if text is _UNSET:
+                text = lowered[name] = lower_text(fields[name])
+            if text is not None:
+                texts[name] = text if type(text) is str else "\n".join(text)
+        for name in self._sub_other:
+            text = view.lower(name)
+            if text is not None:
+                texts[name] = text if type(text) is str else "\n".join(text)
+        if not texts:
+            return
+        for index in self._literals.found("\x1e".join(texts.values())):
+            literal, places = self._fields_of[index]
+            for name, ids in places:
+                text = texts.get(name)
+                if text is not None and literal in text:
+                    hits.update(ids)
 
-def _automaton(index: dict[str, list[int]]) -> ahocorasick.Automaton:
-    automaton = ahocorasick.Automaton()
-    for literal, ids in index.items():
-        automaton.add_word(literal, tuple(ids))
-    automaton.make_automaton()
-    return automaton
+    @staticmethod
+    def _hit_values(index: dict[str, tuple[int, ...]], text: str | tuple[str, ...] | None, hits: set[int]) -> None:
+        if type(text) is str:
+            found = index.get(text)
+            if found:
+                hits.update(found)
+        elif text is not None:
+            for item in text:
+                if item in index:
+                    hits.update(index[item])
+
+    @staticmethod
+    def _hit_literals(screen: tuple[LiteralSet, list[tuple[int, ...]]], text: str | tuple[str, ...] | None,
+                      hits: set[int]) -> None:
+        if text is None:
+            return
+        literals, ids = screen
+        for index in literals.found(text if type(text) is str else "\n".join(text)):
+            hits.update(ids[index])
+
+    def _learn(self, hits: set[int]) -> None:
+        """Count clause hits on a sample of events; now and then make each rule's rarest clause its primary."""
+        self._seen.update(hits)
+        if self._events & _RELEARN_MASK:
+            return
+        seen = self._seen
+        primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
+        for clause_id, entries in self._primary.items():  # rules with one clause stay where they are
+            kept = [(rule, others) for rule, others in entries if not others]
+            if kept:
+                primary[clause_id] = kept
+        for rule, ids in self._clauses_of:
+            rarest = min(ids, key=seen.__getitem__)
+            primary.setdefault(rarest, []).append((rule, tuple(i for i in ids if i != rarest)))
+        self._primary = primary
+
+
+def _literal_set(index: dict[str, list[int]]) -> tuple[LiteralSet, list[tuple[int, ...]]]:
+    literals = sorted(index)
+    return LiteralSet(literals), [tuple(index[literal]) for literal in literals]
 
 
 class Detector:
@@ -176,7 +239,7 @@ class Detector:
         self._detections = [r for r in active if r.correlation is None]
         self._correlations = {r.key: Correlation(r.correlation, r.correlation["rules"], max_groups=max_keys_per_rule)
                               for r in active if r.correlation is not None}
-        self._dispatch: dict[Route, Dispatch] = {}
+        self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
         self._clock: dict[str, float] = {}  # last known time per source, for events without ts
 
     @property

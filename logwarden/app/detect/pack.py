@@ -132,6 +132,7 @@ class RuleSet:
     report: list[dict] = field(default_factory=list)
     packs: list[PackInfo] = field(default_factory=list)
     profile: Profile = field(default_factory=Profile)
+    dispatches: dict = field(default_factory=dict, repr=False)  # per logsource route, shared by its detectors
 
     def __iter__(self):
         """The rules that make signals (what an analyst sees behind records)."""

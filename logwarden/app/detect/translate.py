@@ -31,6 +31,7 @@ from sigma.correlations import (CorrelationConditionAND, CorrelationConditionNOT
                                 SigmaCorrelationCondition, SigmaCorrelationRule, SigmaExtendedCorrelationCondition,
                                 SigmaRuleReference)
 from sigma.exceptions import SigmaError
+from sigma.modifiers import SigmaWideModifier, modifier_mapping
 from sigma.rule import SigmaRule
 from sigma.types import (Placeholder, SigmaBool, SigmaCasedString, SigmaCIDRExpression, SigmaCompareExpression,
                          SigmaExists, SigmaExpansion, SigmaFieldReference, SigmaNull, SigmaNumber,
@@ -38,6 +39,8 @@ from sigma.types import (Placeholder, SigmaBool, SigmaCasedString, SigmaCIDRExpr
                          SpecialChars)
 
 IR_VERSION = 3  # bump when the IR changes: cached packs are keyed by it
+# The Sigma specification names UTF-16LE `utf16le` as well as `wide`; pySigma 1.x knows only `wide`.
+modifier_mapping.setdefault("utf16le", SigmaWideModifier)
 _FLAGS = {SigmaRegularExpressionFlag.IGNORECASE: "i", SigmaRegularExpressionFlag.MULTILINE: "m",
           SigmaRegularExpressionFlag.DOTALL: "s"}
 _COMPARE = {"LT": "<", "LTE": "<=", "GT": ">", "GTE": ">=", "NEQ": "!="}

@@ -67,10 +67,20 @@ def to_text(value: Any) -> str | tuple[str, ...] | None:
     return str(value)
 
 
+def lower_text(value: Any) -> str | tuple[str, ...] | None:
+    """`to_text`, lowercased."""
+    if type(value) is str:
+        return value.lower()
+    text = to_text(value)
+    if text is None or type(text) is str:
+        return text if text is None else text.lower()
+    return tuple(t.lower() for t in text)
+
+
 def _sigma_keys(event: Event) -> dict[str, Any]:
     """Windows EventData names with spaces (Defender's "Threat Name") as Sigma writes them ("ThreatName")."""
     fields = event.fields
-    if event.format != "windows" or not any(" " in key for key in fields):
+    if event.format != "windows" or " " not in "".join(fields):
         return fields
     return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
 
@@ -140,16 +150,20 @@ class EventView:
 
     def haystack(self) -> str:
         """What a keyword (field-less) detection searches: the raw line of a text log; the message
-        and every scalar field value of a JSON event."""
+        and every field value of a JSON event."""
         if self._haystack is None:
             event = self.event
             if event.format in _JSON_FORMATS:
-                values = [event.message] + [t for v in event.fields.values()
-                                            if isinstance(t := to_text(v), str)]
-                self._haystack = "\n".join(values)
+                self._haystack = event.message + "\n" + "\n".join(map(str, event.fields.values()))
             else:
                 self._haystack = event.raw
         return self._haystack
+
+    def haystack_lower(self) -> str:
+        text = self._lower.get("\x00haystack")
+        if text is None:
+            text = self._lower["\x00haystack"] = self.haystack().lower()
+        return text
 
     def _resolve(self, name: str) -> Any:
         event = self.event
