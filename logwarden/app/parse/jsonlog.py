@@ -182,8 +182,18 @@ def _event_data(value: Any) -> dict:
     if isinstance(items, dict):
         items = [items]
     if isinstance(items, list) and items and all(isinstance(i, dict) for i in items):
-        return {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
+        named = {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
+        return named | _unnamed_data([i.get("#text", i.get("text")) for i in items if not _data_name(i)])
     return dict(value)
+
+
+def _unnamed_data(texts: list) -> dict:
+    """`<Data>` elements without a Name (MSSQL audit, many Application events) are kept as one
+    `Data` field, the way Sigma rules read them (`Data|contains`)."""
+    texts = [t for t in texts if t is not None]
+    if not texts:
+        return {}
+    return {"Data": texts[0] if len(texts) == 1 else texts}
 
 
 def _data_name(item: dict) -> str | None:
