@@ -18,8 +18,8 @@ from logwarden.app.detect.pack import (CompiledRule, Profile, RuleSet, default_p
                                        load_ruleset, shipped_pack_path)
 from logwarden.app.detect.view import EventView, url_decode
 
-__all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "load_rules", "load_ruleset",
-           "profile_from_settings", "ruleset_for", "shipped_ruleset", "url_decode"]
+__all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "describe_rules", "load_rules",
+           "load_ruleset", "profile_from_settings", "ruleset_for", "shipped_ruleset", "url_decode"]
 
 
 def load_rules(paths: Sequence[str | Path] | None = None, *, profile: Profile | None = None) -> RuleSet:
@@ -56,3 +56,21 @@ def ruleset_for(sigma_paths: Sequence[str | Path] = (), settings=None) -> RuleSe
 def _cached_ruleset(paths: tuple[str, ...], profile: Profile, placeholders: str, cache_dir: str) -> RuleSet:
     return load_ruleset(list(paths), profile=profile, placeholders=load_placeholders(placeholders or None),
                         cache_dir=Path(cache_dir))
+
+
+def describe_rules(rule_ids: Sequence[str], ruleset: RuleSet | None = None) -> list[dict]:
+    """What the record's detail view shows of the rules that fired: title, level, description,
+    references and false positives (from the configured packs; an unknown id keeps only its id)."""
+    rules = ruleset if ruleset is not None else ruleset_for()
+    known = {r.id: r for r in rules.rules}
+    out = []
+    for rule_id in rule_ids:
+        rule = known.get(rule_id)
+        if rule is None:
+            out.append({"id": rule_id, "title": rule_id, "level": None, "description": "", "references": [],
+                        "falsepositives": [], "pack": None})
+            continue
+        out.append({"id": rule_id, "title": rule.title, "level": rule.level, "description": rule.description,
+                    "references": list(rule.ir.references), "falsepositives": list(rule.ir.falsepositives),
+                    "pack": rule.pack})
+    return out

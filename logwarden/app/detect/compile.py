@@ -294,14 +294,20 @@ def _cidr_test(networks: Sequence[str]) -> Callable[[str], bool]:
         starts[version], ends[version] = [s for s, _ in merged], [e for _, e in merged]
 
     def inside(text: str) -> bool:
-        address = ip_of(text)
-        if address is None or address.version not in starts:
+        key = _ip_key(text)
+        if key is None or key[0] not in starts:
             return False
-        number, version = int(address), address.version
+        version, number = key
         i = bisect.bisect_right(starts[version], number) - 1
         return i >= 0 and number <= ends[version][i]
 
     return inside
+
+
+@functools.lru_cache(maxsize=65536)
+def _ip_key(text: str) -> tuple[int, int] | None:
+    address = ip_of(text)
+    return None if address is None else (address.version, int(address))
 
 
 def _cidr_leaf(name: str, value: tuple) -> Matcher:

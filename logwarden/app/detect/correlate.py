@@ -11,7 +11,8 @@ in the timespan; the firing carries every hit in the window, and the burst then 
 later matches within a timespan of the last one extend the same finding instead of re-firing.
 A temporal correlation fires once all (or the condition's number of) referenced rules were seen
 in the window (for temporal_ordered: in the order they arrived, as a log is read); its state is
-then cleared. A line that stands for
+then cleared, and so is the state of the correlations whose findings it used (five failures then
+a success is one finding; the next needs five failures again). A line that stands for
 several events (the parser's `repeat`: "message repeated 5 times", "PAM 5 more authentication
 failures") counts that many in event_count. Firings feed correlations that reference this one.
 Knows nothing about signals or rule files.
@@ -41,6 +42,7 @@ class Hit:
     lines: list[int]
     lookup: Lookup  # field value by name (the event's fields, or a firing's group values)
     weight: int = 1
+    origin: tuple | None = None  # a firing's (correlation key, state key): what consuming it resets
 
 
 @dataclass(slots=True)
@@ -55,6 +57,8 @@ class Firing:
     events: int
     distinct: set[str] = field(default_factory=set)
     extension: bool = False
+    state_key: tuple = ()  # this correlation's group state that fired
+    consumed: list[tuple] = field(default_factory=list)  # origins of the correlation firings it used
 
 
 @dataclass(slots=True)
@@ -96,7 +100,7 @@ class _CountState:
 
 @dataclass(slots=True)
 class _TemporalState:
-    seen: list[deque]  # per referenced rule: (t, lines, arrival number)
+    seen: list[deque]  # per referenced rule: (t, lines, arrival number, origin)
 
     def trim(self, oldest_t: float) -> None:
         for hits in self.seen:
@@ -181,20 +185,22 @@ class Correlation:
             if value in (None, ""):
                 return None
             value = str(value)
-        state: _CountState = self._state((hit.source, *group.values()), _CountState)
+        key = (hit.source, *group.values())
+        state: _CountState = self._state(key, _CountState)
         if state.burst_last_t is not None and hit.t - state.burst_last_t <= self.timespan:
             state.burst_last_t = hit.t  # the burst goes on: the finding grows
             if value is not None and len(state.burst_values) < 1000:
                 state.burst_values.add(value)
             return Firing(hit.source, group, hit.t, hit.t, list(hit.lines), hit.weight,
-                          {value} if value is not None else set(), extension=True)
+                          {value} if value is not None else set(), extension=True, state_key=key)
         state.burst_last_t = None
         state.add(hit.t, hit.lines, hit.weight, value)
         state.trim(hit.t - self.timespan)
         if not self._test(self._measure(state), self._count):
             return None
         lines = [n for _t, hit_lines, _w, _v in state.hits for n in hit_lines]
-        firing = Firing(hit.source, group, state.hits[0][0], hit.t, lines, state.total, set(state.values))
+        firing = Firing(hit.source, group, state.hits[0][0], hit.t, lines, state.total, set(state.values),
+                        state_key=key)
         state.clear()
         state.burst_last_t = hit.t
         state.burst_values = set(firing.distinct)
@@ -215,21 +221,31 @@ class Correlation:
         index = self._ref_index.get(hit.ref)
         if index is None:
             return None
-        state: _TemporalState = self._state((hit.source, *group.values()),
-                                            lambda: _TemporalState([deque() for _ in self.refs]))
+        key = (hit.source, *group.values())
+        state: _TemporalState = self._state(key, lambda: _TemporalState([deque() for _ in self.refs]))
+        if self.kind == "temporal_ordered" and index > 0:
+            state.trim(hit.t - self.timespan)
+            if not state.seen[index - 1]:
+                return None  # nothing it could follow: it cannot be part of an ordered sequence
         hits = state.seen[index]
         if len(hits) >= MAX_HITS_PER_GROUP:
             hits.popleft()
         self._arrivals += 1
-        hits.append((hit.t, hit.lines, self._arrivals))
+        hits.append((hit.t, hit.lines, self._arrivals, hit.origin))
         state.trim(hit.t - self.timespan)
         if not self._temporal_holds(state):
             return None
         window = [h for hits in state.seen for h in hits]
-        lines = sorted({n for _t, hit_lines, _n in window for n in hit_lines})
-        firing = Firing(hit.source, group, min(h[0] for h in window), hit.t, lines, len(window))
+        lines = sorted({n for _t, hit_lines, _n, _o in window for n in hit_lines})
+        consumed = list(dict.fromkeys(h[3] for h in window if h[3] is not None))
+        firing = Firing(hit.source, group, min(h[0] for h in window), hit.t, lines, len(window), state_key=key,
+                        consumed=consumed)
         state.clear()
         return firing
+
+    def reset(self, key: tuple) -> None:
+        """Forget a group's state: a correlation that used this one's finding consumed it."""
+        self.states.pop(key, None)
 
     def _temporal_holds(self, state: _TemporalState) -> bool:
         seen = {self.refs[i] for i, hits in enumerate(state.seen) if hits}
@@ -245,7 +261,7 @@ def _in_order(seen: list[deque]) -> bool:
     order: a log is read in order, and lines often share a timestamp.)"""
     latest = float("inf")
     for hits in reversed(seen):
-        earlier = [n for _t, _lines, n in hits if n < latest]
+        earlier = [n for _t, _lines, n, _origin in hits if n < latest]
         if not earlier:
             return False
         latest = max(earlier)

@@ -283,7 +283,7 @@ class Detector:
         if rule.consumers:
             event = view.event
             hit = Hit(rule.key, event.source, t, [event.line_no], view.get, line_weight(view.get("repeat")))
-            self._feed(rule.consumers, hit, opened)
+            self._feed(rule.consumers, hit, opened, finished)
 
     def _add_single(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
         key_field, key = _key_value(view, rule.key_fields)
@@ -296,7 +296,19 @@ class Detector:
             current = opened[slot] = _Open(rule, view.event.source, key_field, key, t, t)
         current.add(view.event.line_no, t, line_weight(view.get("repeat")))
 
-    def _feed(self, consumers: Sequence[CompiledRule], hit: Hit, opened: dict) -> None:
+    @staticmethod
+    def _add_firing(rule: CompiledRule, correlation: Correlation, firing: Firing, opened: dict, finished: list) -> None:
+        """A counting correlation's firings (and its burst) make one signal per key and batch; each
+        temporal one is a finding of its own (this sequence of events)."""
+        key = ", ".join(firing.group.values())
+        signal = _Open(rule, firing.source, ", ".join(firing.group), key, firing.first_t, firing.last_t)
+        if correlation.counting:
+            signal = opened.setdefault((rule.key, firing.source, key), signal)
+        else:
+            finished.append(signal)
+        signal.add_firing(firing)
+
+    def _feed(self, consumers: Sequence[CompiledRule], hit: Hit, opened: dict, finished: list) -> None:
         for rule in consumers:
             correlation = self._correlations.get(rule.key)
             if correlation is None:  # a correlation left out of this detector's rules
@@ -304,17 +316,15 @@ class Detector:
             firing = correlation.feed(hit)
             if firing is None:
                 continue
+            for corr_key, state_key in firing.consumed:
+                consumed = self._correlations.get(corr_key)
+                if consumed is not None:
+                    consumed.reset(state_key)
             if rule.emits:
-                key = ", ".join(firing.group.values())
-                slot = (rule.key, firing.source, key)
-                current = opened.get(slot)
-                if current is None:
-                    current = opened[slot] = _Open(rule, firing.source, ", ".join(firing.group), key,
-                                                   firing.first_t, firing.last_t)
-                current.add_firing(firing)
+                self._add_firing(rule, correlation, firing, opened, finished)
             if rule.consumers:
                 self._feed(rule.consumers, Hit(rule.key, firing.source, firing.last_t, firing.lines,
-                                               firing.group.get, 1), opened)
+                                               firing.group.get, 1, (rule.key, firing.state_key)), opened, finished)
 
 
 def _with_feeders(rules: list[CompiledRule]) -> list[CompiledRule]:

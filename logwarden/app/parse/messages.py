@@ -102,8 +102,20 @@ def _pam(message: str) -> dict:
     return fields
 
 
-def _sudo(message: str) -> dict:
+def _local_pam(message: str) -> dict:
+    """PAM in sudo/su: the person is logname (ruser); PAM's user= is the account they asked for."""
     pam = _pam(message)
+    person = pam.get("logname") or pam.get("ruser")
+    if person:
+        target = pam.get("user")
+        pam["user"] = person
+        if target:
+            pam["run_as"] = target
+    return pam
+
+
+def _sudo(message: str) -> dict:
+    pam = _local_pam(message)
     if pam:
         return pam
     match = _SUDO.match(message)
@@ -119,7 +131,7 @@ def _su(message: str) -> dict:
             found = match.groupdict()
             return _clean({"user": found.get("user") or found.get("user2"),
                            "run_as": found.get("run_as") or found.get("run_as2")})
-    return _pam(message)
+    return _local_pam(message)
 
 
 def _account(message: str) -> dict:

@@ -12,7 +12,11 @@ logwarden's parsers; neither engine is charged for parsing.
   SQLite table (columns COLLATE NOCASE, REGEXP registered, as Zircolite builds it) and running
   every query.
 
-Usage: python bench/sigma.py [--events 200000] [--seed 7] [--profile] [--json out.json]
+(Not `bench/sigma.py`: a script of that name shadows pySigma's `sigma` package for every script in
+bench/, whose folder Python puts first on the import path.)
+
+Usage: python bench/sigma_engines.py [--events 200000] [--seed 7] [--profile] [--json out.json]
+       python bench/sigma_engines.py --realdata     # both engines' recall on realdata's Windows units
 Set LOGWARDEN_SHARED if the shared data is not at <repo>/../shared.
 """
 
@@ -33,8 +37,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# this file is named like pySigma's package (`sigma`): keep bench/ off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
 SHARED = Path(os.environ.get("LOGWARDEN_SHARED") or ROOT.parent / "shared")
