@@ -30,7 +30,6 @@ from logwarden.app.detect.view import EventView
 Matcher = Callable[[EventView], bool]
 Atom = tuple[str, str | None, str]  # (eq|sub, field or None for the keyword haystack, lowercase text)
 
-MIN_LITERAL = 3  # shorter substrings screen almost nothing
 MAX_CLAUSES = 3  # per rule: the most selective ones
 _SIMPLE = frozenset(("eq", "prefix", "suffix", "contains"))
 
@@ -208,12 +207,6 @@ def _keyword(value: tuple) -> Matcher:
     raise CompileError(f"a keyword detection cannot use a {value[0]} value")
 
 
-def _scalars(value: Any) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
-
-
 def _number(x: Any) -> float | None:
     if isinstance(x, bool) or x is None:
         return None
@@ -227,7 +220,16 @@ def _number(x: Any) -> float | None:
 
 def _num_leaf(name: str, value: tuple) -> Matcher:
     wanted = value[1]
-    return _costed(lambda v: any(_number(x) == wanted for x in _scalars(v.get(name))), 1)
+
+    def leaf(v: EventView) -> bool:
+        x = v.get(name)
+        if x is None:
+            return False
+        if type(x) in (list, tuple):
+            return any(_number(i) == wanted for i in x)
+        return x == wanted if type(x) is int else _number(x) == wanted
+
+    return _costed(leaf, 1)
 
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -239,7 +241,13 @@ def _cmp_leaf(name: str, value: tuple) -> Matcher:
     test, bound = _OPS[value[1]], value[2]
 
     def leaf(v: EventView) -> bool:
-        return any((n := _number(x)) is not None and test(n, bound) for x in _scalars(v.get(name)))
+        x = v.get(name)
+        if x is None:
+            return False
+        if type(x) in (list, tuple):
+            return any((n := _number(i)) is not None and test(n, bound) for i in x)
+        n = _number(x)
+        return n is not None and test(n, bound)
 
     return _costed(leaf, 1)
 
@@ -384,18 +392,10 @@ def _value_atoms(name: str | None, value: tuple) -> frozenset[Atom] | None:
     return frozenset([("sub", name, literal.lower())])
 
 
-_RARE_CHARACTERS = frozenset("`^~|<>")  # rare in benign command lines and paths, telling in obfuscation
-
-
 def _selective(literal: str) -> bool:
-    """Worth screening on: MIN_LITERAL characters; two if one is not a letter or digit (`^^`, `-f`);
-    one rare character (a backtick); any non-ASCII character (emoji, homoglyphs, bidi controls:
-    rare in benign logs, and what some rules look for alone)."""
-    if len(literal) >= MIN_LITERAL or (literal and not literal.isascii()):
-        return True
-    if len(literal) == 2:
-        return not literal.isalnum() and not literal.isspace()
-    return len(literal) == 1 and literal in _RARE_CHARACTERS
+    """Any literal screens: RE2::Set pays per text, not per occurrence, so a weak one (`;`) costs at
+    most what a rule without a gate costs; the scores rank a rule's clauses, the best first."""
+    return bool(literal)
 
 
 def atom_score(atom: Atom) -> int:
@@ -403,7 +403,8 @@ def atom_score(atom: Atom) -> int:
     if kind == "eq":  # exact, but short values (true, 3, tcp) are common ones
         return min(8 + 2 * len(text), 60)
     rare = 0 if text.isascii() else 10  # a non-ASCII character is rare in benign logs
-    return min(len(text) + rare, 40) - (3 if name is None else 0)
+    short = 0 if len(text) >= 3 or not text.isalnum() else -5  # "ab" is in every other word
+    return min(len(text) + rare + short, 40) - (3 if name is None else 0)
 
 
 def clause_score(clause: frozenset[Atom]) -> int:

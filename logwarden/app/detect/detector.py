@@ -24,7 +24,7 @@ from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit,
 from logwarden.app.detect.logsource import Route, route_of
 from logwarden.app.detect.pack import CompiledRule, RuleSet
 from logwarden.app.detect.regex import LiteralSet
-from logwarden.app.detect.view import _ATTRIBUTES, _DERIVED, EventView, lower_text
+from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text
 from logwarden.app.models import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
@@ -133,8 +133,8 @@ class Dispatch:
 
     def _direct(self, name: str | None) -> bool:
         """Is the field read straight from `Event.fields` (so a missing key is cheap to see)?"""
-        return (name is not None and not (self.aliases and name in self.aliases) and name not in _ATTRIBUTES
-                and name not in _DERIVED and "." not in name)
+        return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
+                and name not in DERIVED_FIELDS and "." not in name)
 
     def candidates(self, view: EventView) -> list[CompiledRule]:
         hits: set[int] = set()

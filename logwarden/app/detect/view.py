@@ -17,7 +17,7 @@ from urllib.parse import unquote_plus
 from logwarden.app.detect.logsource import Alias
 from logwarden.app.models import Event
 
-_ATTRIBUTES = frozenset(("message", "raw", "program", "host", "format", "source"))
+ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
 _JSON_FORMATS = frozenset(("json", "cloudtrail", "windows"))
 _MAX_DECODE_ROUNDS = 3  # attackers double- and triple-encode to slip past naive filters
 _MISSING = object()
@@ -41,7 +41,7 @@ def _request_target(event: Event) -> str:
 
 
 # Fields computed from others; rules name them like any field.
-_DERIVED = {
+DERIVED_FIELDS = {
     "path_decoded": lambda e: url_decode(_request_target(e)),
     "request_decoded": lambda e: url_decode(str(e.fields.get("request") or e.message or "")),
     "user_agent_decoded": lambda e: url_decode(str(e.fields.get("user_agent") or "")) or None,
@@ -141,13 +141,6 @@ class EventView:
             text = self._cased[name] = to_text(self.get(name))
             return text
 
-    def text(self, name: str, lower: bool = True) -> str:
-        """The field as one string ('' when absent), for callers that do not care about lists."""
-        value = self.lower(name) if lower else self.cased(name)
-        if value is None:
-            return ""
-        return value if type(value) is str else "\n".join(value)
-
     def haystack(self) -> str:
         """What a keyword (field-less) detection searches: the raw line of a text log; the message
         and every field value of a JSON event."""
@@ -174,10 +167,10 @@ class EventView:
             alias = self.aliases.get(name)
             if alias is not None:
                 return self.get(alias) if isinstance(alias, str) else alias(event)
-        if name in _ATTRIBUTES:
+        if name in ATTRIBUTE_FIELDS:
             return getattr(event, name)
-        if name in _DERIVED:
-            return _DERIVED[name](event)
+        if name in DERIVED_FIELDS:
+            return DERIVED_FIELDS[name](event)
         if "." in name:
             return self._dotted(name)
         return None
