@@ -30,7 +30,19 @@ from logwarden.app.models import Event, Signal
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
 _SAMPLE_MASK = 63  # clause hits are counted on 1 event in 64 ...
 _RELEARN_MASK = 4095  # ... and primaries re-chosen every 4,096 screened events
-_UNSET = object()
+_SEP = "\x1e"  # joins an event's screened values (a record separator: never in a literal)
+_STR_ONLY = {str}
+
+
+def _screen_text(value: object, slot: int, lists: list) -> str:
+    """A non-string value as the screen reads it; a list's lowered elements are also kept in `lists`."""
+    text = lower_text(value)
+    if text is None:
+        return ""
+    if type(text) is str:
+        return text
+    lists.append((slot, text))
+    return "\n".join(text)
 
 
 @dataclass(slots=True)
@@ -112,42 +124,40 @@ class Dispatch:
         for clause, clause_id in clause_ids.items():
             for kind, name, text in clause:
                 (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
-        # fields read straight from Event.fields are screened after one set intersection with the
-        # event's keys; aliases, attributes, derived and dotted names (few) go through the view
+        # Every screened field of an event is read, lowered and scanned at once: the values joined by
+        # \x1e, lowered in one call, split back; equality atoms are one dictionary lookup per field,
+        # literals one RE2::Set pass over the joined text, each literal found then checked in the
+        # fields that name it. Aliases, attributes, derived and dotted names go through the view.
         keywords = sub.pop(None, {})
         self._keywords = _literal_set(keywords) if keywords else None
-        self._eq = {n: {t: tuple(ids) for t, ids in index.items()} for n, index in eq.items()}
-        self._eq_direct = frozenset(n for n in self._eq if self._direct(n))
-        self._eq_other = [n for n in self._eq if n not in self._eq_direct]
-        # literals of every field in one RE2::Set: one pass over the event's screened fields joined,
-        # then each literal found is checked in the fields that name it
-        by_literal: dict[str, list[tuple[str, tuple[int, ...]]]] = {}
+        names = sorted(set(eq) | set(sub), key=lambda n: (not self._direct(n), n))
+        self._direct_names = [n for n in names if self._direct(n)]
+        self._blanks = [""] * len(self._direct_names)
+        self._other_names = [n for n in names if not self._direct(n)]
+        slot = {name: i for i, name in enumerate(names)}
+        self._eq = [(slot[n], {t: tuple(ids) for t, ids in index.items()}) for n, index in eq.items()]
+        self._eq_of = dict(self._eq)
+        by_literal: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
         for name, index in sub.items():
             for literal, ids in index.items():
-                by_literal.setdefault(literal, []).append((name, tuple(ids)))
+                by_literal.setdefault(literal, []).append((slot[name], tuple(ids)))
         literals = sorted(by_literal)
         self._literals = LiteralSet(literals) if literals else None
-        self._fields_of = [(literal, by_literal[literal]) for literal in literals]
-        self._sub_direct = frozenset(n for n in sub if self._direct(n))
-        self._sub_other = [n for n in sub if n not in self._sub_direct]
+        self._places = [(literal, by_literal[literal]) for literal in literals]
 
     def _direct(self, name: str | None) -> bool:
-        """Is the field read straight from `Event.fields` (so a missing key is cheap to see)?"""
+        """Is the field read straight from `Event.fields`?"""
         return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
                 and name not in DERIVED_FIELDS and "." not in name)
 
     def candidates(self, view: EventView) -> list[CompiledRule]:
         hits: set[int] = set()
-        fields, lowered = view.fields, view._lower  # what is lowered here, the rules reuse
-        for name in self._eq_direct & fields.keys():
-            text = lowered[name] = lower_text(fields[name])
-            self._hit_values(self._eq[name], text, hits)
-        for name in self._eq_other:
-            self._hit_values(self._eq[name], view.lower(name), hits)
-        if self._literals is not None:
-            self._screen_literals(view, hits)
+        if self._eq or self._literals is not None:
+            self._screen(view, hits)
         if self._keywords is not None:  # screened on the raw line (a JSON event: its record) holding every value
-            self._hit_literals(self._keywords, view.event.raw.lower(), hits)
+            literals, ids = self._keywords
+            for index in literals.found(view.event.raw.lower()):
+                hits.update(ids[index])
         if not hits:
             return self.always
         self._events += 1
@@ -161,47 +171,36 @@ class Dispatch:
                     chosen.append(rule)
         return chosen
 
-    def _screen_literals(self, view: EventView, hits: set[int]) -> None:
-        fields, lowered = view.fields, view._lower
-        texts: dict[str, str] = {}
-        for name in self._sub_direct & fields.keys():
-            text = lowered.get(name, _UNSET)
-            if text is _UNSET:
-                text = lowered[name] = lower_text(fields[name])
-            if text is not None:
-                texts[name] = text if type(text) is str else "\n".join(text)
-        for name in self._sub_other:
-            text = view.lower(name)
-            if text is not None:
-                texts[name] = text if type(text) is str else "\n".join(text)
-        if not texts:
-            return
-        for index in self._literals.found("\x1e".join(texts.values())):
-            literal, places = self._fields_of[index]
-            for name, ids in places:
-                text = texts.get(name)
-                if text is not None and literal in text:
-                    hits.update(ids)
-
-    @staticmethod
-    def _hit_values(index: dict[str, tuple[int, ...]], text: str | tuple[str, ...] | None, hits: set[int]) -> None:
-        if type(text) is str:
-            found = index.get(text)
+    def _screen(self, view: EventView, hits: set[int]) -> None:
+        values = list(map(view.fields.get, self._direct_names, self._blanks))  # absent: ""
+        if self._other_names:
+            values += map(view.get, self._other_names)
+        lists: list[tuple[int, tuple[str, ...]]] = []
+        if set(map(type, values)) != _STR_ONLY:  # numbers, lists, None from the view: rare, so a loop
+            for i, value in enumerate(values):
+                if type(value) is not str:
+                    values[i] = _screen_text(value, i, lists)
+        joined = _SEP.join(values)
+        if joined.count(_SEP) != len(values) - 1:  # a value holding the separator must not shift the others
+            joined = _SEP.join(v.replace(_SEP, " ") for v in values)
+        lowered = joined.lower()
+        texts = lowered.split(_SEP)
+        for i, index in self._eq:
+            found = index.get(texts[i])
             if found:
                 hits.update(found)
-        elif text is not None:
-            for item in text:
-                if item in index:
-                    hits.update(index[item])
-
-    @staticmethod
-    def _hit_literals(screen: tuple[LiteralSet, list[tuple[int, ...]]], text: str | tuple[str, ...] | None,
-                      hits: set[int]) -> None:
-        if text is None:
-            return
-        literals, ids = screen
-        for index in literals.found(text if type(text) is str else "\n".join(text)):
-            hits.update(ids[index])
+        for i, items in lists:  # a list meets an equality when one of its elements does
+            index = self._eq_of.get(i)
+            if index is not None:
+                for item in items:
+                    if item in index:
+                        hits.update(index[item])
+        if self._literals is not None:
+            for found in self._literals.found(lowered):
+                literal, places = self._places[found]
+                for i, ids in places:
+                    if literal in texts[i]:
+                        hits.update(ids)
 
     def _learn(self, hits: set[int]) -> None:
         """Count clause hits on a sample of events; now and then make each rule's rarest clause its primary."""
