@@ -93,10 +93,12 @@ def test_every_command_has_help(command):
 
 
 def test_rules_lists_the_shipped_detectors_with_filters():
-    web = json.loads(run("rules", "--format", "access", "--min-risk", "high", "--json").stdout)
+    web = json.loads(run("rules", "--format", "access", "--min-risk", "high", "--json").stdout)["rules"]
     assert web and all(r["level"] in ("high", "critical") and (not r["formats"] or "access" in r["formats"]) for r in web)
     assert "lw-web-sqli" in {r["id"] for r in web} and "lw-ssh-bruteforce" not in {r["id"] for r in web}
-    brute = json.loads(run("rules", "--search", "T1110.001", "--category", "brute_force", "--json").stdout)
+    listing = json.loads(run("rules", "--search", "T1110.001", "--category", "brute_force", "--json").stdout)
+    brute = listing["rules"]
     assert {"lw-ssh-bruteforce", "lw-ftp-login-failures"} <= {r["id"] for r in brute}
-    assert next(r for r in brute if r["id"] == "lw-ssh-bruteforce")["aggregate"]["threshold"] == 5
+    assert next(r for r in brute if r["id"] == "lw-ssh-bruteforce")["correlation"]["threshold"] == 5
+    assert listing["profile"]["min_level"] == "low" and listing["packs"][0]["name"] == "logwarden"
     assert run("rules", "--format", "evtx").exit_code == 2  # not a format: bad usage

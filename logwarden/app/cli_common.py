@@ -43,6 +43,12 @@ def json_option(func: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(func)
 
 
+def sigma_option(func: Callable) -> Callable:
+    return click.option("--sigma", "sigma_paths", multiple=True, type=click.Path(exists=True),
+                        help="Extra Sigma rule pack (folder, .zip or .yml), repeatable; loaded after the shipped "
+                             "and installed packs and LOGWARDEN_SIGMA_PATHS.")(func)
+
+
 def engine_options(func: Callable) -> Callable:
     """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
     options = [

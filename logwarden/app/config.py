@@ -43,6 +43,13 @@ class Settings(BaseSettings):
 
     ui_password: str | None = None
 
+    # detection (Sigma): extra packs, the profile, placeholder values for `|expand` rules
+    sigma_paths: str = Field(default="", description="Extra Sigma packs (folders or zips), separated by the OS path separator.")
+    sigma_min_level: str = "low"  # informational | low | medium | high | critical
+    sigma_experimental: bool = True  # run rules with status experimental (deprecated/unsupported never run)
+    sigma_mute: str = ""  # comma-separated rule ids (uuid or name) that never run
+    sigma_placeholders: Path | None = None  # YAML/JSON map: placeholder name → value(s)
+
     @property
     def db_url(self) -> str:
         if self.db:

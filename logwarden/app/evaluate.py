@@ -256,13 +256,13 @@ class EvalRun:
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
              name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8,
-             max_prompts_per_window: int | None | str = "default") -> EvalRun:
+             max_prompts_per_window: int | None | str = "default", sigma: Sequence[str] = ()) -> EvalRun:
     """Analyse `paths` into a throw-away SQLite store and score the records it produced.
     `max_prompts_per_window`: the pipeline's default unless given (None: as many as rare lines need)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
-    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch)
+    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch, sigma=tuple(sigma))
     if max_prompts_per_window != "default":
         options.max_prompts_per_window = max_prompts_per_window
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:

@@ -64,3 +64,5 @@ class Signal:
     line_numbers: list[int]  # evidence, 1-based, in the signal's source
     key: str = ""  # what the rule aggregated on (e.g. the source IP), for titles and dedup
     description: str = ""
+    references: list[str] = field(default_factory=list)  # the rule's links, for the record's detail view
+    falsepositives: list[str] = field(default_factory=list)  # what else the rule's author knows fires it

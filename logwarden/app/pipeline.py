@@ -21,7 +21,7 @@ from typing import Protocol
 from datetime import datetime
 from pathlib import Path
 
-from logwarden.app.detect import Detector, shipped_rules
+from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.errors import LogwardenError
 from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
@@ -67,6 +67,7 @@ class RunOptions:
     # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
+    sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
 
 
 @dataclass(slots=True)
@@ -184,7 +185,7 @@ class Pipeline:
         self.options = options
         self.progress = progress
         self.metrics = RunMetrics()
-        self.rules = shipped_rules()
+        self.rules = ruleset_for(options.sigma)
         self._consecutive_failures = 0
         self._pending: list[_Pending] = []
         self._buffer = _Buffer()
@@ -198,6 +199,7 @@ class Pipeline:
     def _config(self) -> dict:
         opts = {k: getattr(self.options, k) for k in self.options.__slots__}
         opts["include"], opts["exclude"] = list(self.options.include), list(self.options.exclude)
+        opts["sigma"] = list(self.options.sigma)
         opts["engine"] = self.engine.describe() if self.engine else None
         return opts
 

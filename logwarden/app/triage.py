@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from logwarden.app.detect import Detector, shipped_rules
+from logwarden.app.detect import Detector, RuleSet, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import LogLine, Signal
@@ -85,24 +85,26 @@ class Triage:
         return build_records(self.window, self.signals, self.results(stream), prov)
 
 
-def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str], int] = lambda s: len(s) // 3) -> Triage:
+def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
+            rules: RuleSet | None = None) -> Triage:
     """A pasted snippet (at most `MAX_SNIPPET_LINES` lines) → one prepared window."""
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
     source = "triage:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
     log_lines = [LogLine(source=source, inode=0, offset=0, line_no=i, text=t) for i, t in enumerate(lines, 1)]
-    return prepare_lines(log_lines, source=source, budget_tokens=budget_tokens, count_tokens=count_tokens)
+    return prepare_lines(log_lines, source=source, budget_tokens=budget_tokens, count_tokens=count_tokens, rules=rules)
 
 
 def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = 700,
                   count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
-                  max_parts: int | None = None) -> Triage:
+                  max_parts: int | None = None, rules: RuleSet | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
-    `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it."""
+    `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it;
+    `rules` default to the configured packs (`ruleset_for()`)."""
     decision, events = parse_stream(log_lines, path=path)
     miner = SourceMiner()
     window = next(windows(events, miner, source=source, inode=0, fmt=decision.name,
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
-    signals = Detector(shipped_rules()).scan(window.events)
+    signals = Detector(rules if rules is not None else ruleset_for()).scan(window.events)
     digest = build_digest(window, miner, signals)
     parts = digest.parts(budget_tokens, count_tokens, max_parts=max_parts)
     return Triage(window, signals, digest, parts, decision.name)

@@ -27,6 +27,7 @@ from logwarden.app.digest import DigestPart
 from logwarden.app.grounding import ground
 from logwarden.app.mine import Window
 from logwarden.app.models import LogLine, Signal
+from logwarden.app.detect import shipped_ruleset
 from logwarden.app.triage import Triage, prepare_lines
 from logwarden.errors import ConfigError
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
@@ -93,7 +94,7 @@ def render(scenario: Scenario, count_tokens: TokenCounter = approx_tokens,
         lines.append(LogLine(source=scenario.path, inode=0, offset=offset, line_no=no, text=text))
         offset += len(text.encode()) + 1
     return Rendered(scenario, prepare_lines(lines, source=scenario.path, path=scenario.path, budget_tokens=budget,
-                                            count_tokens=count_tokens))
+                                            count_tokens=count_tokens, rules=shipped_ruleset()))  # the same on every machine
 
 
 # ---- targets -----------------------------------------------------------------------------------------

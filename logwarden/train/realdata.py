@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from logwarden.app.detect import Detector, shipped_rules
+from logwarden.app.detect import Detector, shipped_ruleset
 from logwarden.app.digest import DigestPart, build_digest
 from logwarden.app.ingest import TailRead
 from logwarden.app.mine import SourceMiner, Window, windows
@@ -226,7 +226,7 @@ def cut(path: Path, *, count_tokens: TokenCounter, options: RunOptions = RunOpti
     options `analyze` uses (window size and gap, prompt budget, prompts per window)."""
     reader = TailRead(path, start_offset=0, start_line=1, max_line_bytes=line_limit(path))
     decision, events = parse_stream((item for item in reader if isinstance(item, LogLine)), path=str(path))
-    miner, detector = SourceMiner(), Detector(shipped_rules())
+    miner, detector = SourceMiner(), Detector(shipped_ruleset())
     for window in windows(events, miner, source=str(path), inode=0, fmt=decision.name,
                           max_lines=options.window_max_lines, max_gap_s=options.window_max_gap_s):
         signals = detector.scan(window.events)

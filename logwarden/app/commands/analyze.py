@@ -18,6 +18,7 @@ from logwarden.app.cli_common import (
     make_engine_options,
     open_store_from,
     print_json,
+    sigma_option,
 )
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
@@ -39,17 +40,18 @@ from logwarden.schemas import RISK_LEVELS
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default="-", show_default=True, help="Export destination file ('-' = stdout).")
+@sigma_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
 def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, export_format, export_out, db_url, as_json,
-            **engine_kw):
+            sigma_paths, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     settings = get_settings()
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions(rules_only=rules_only, llm_policy=llm_policy, max_batch=engine_opts.max_batch,
-                         include=include, exclude=exclude, resume=resume,
+                         include=include, exclude=exclude, resume=resume, sigma=sigma_paths,
                          window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                          prompt_token_budget=settings.prompt_token_budget, max_new_tokens=settings.max_new_tokens)
     store = open_store_from(db_url)

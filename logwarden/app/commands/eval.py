@@ -21,6 +21,7 @@ from logwarden.app.cli_common import (
     json_option,
     make_engine_options,
     print_json,
+    sigma_option,
 )
 from logwarden.app.evaluate import EvalRun, Scores, filter_units, labelled_files, load_labels, run_eval
 from logwarden.app.pipeline import LLM_POLICIES
@@ -40,11 +41,12 @@ from logwarden.app.pipeline import LLM_POLICIES
               help="Which side of --split to score.")
 @click.option("--max-prompts-per-window", type=click.IntRange(min=0), default=None,
               help="Prompts a window's rare lines may take (0 = as many as they need; default: analyze's).")
+@sigma_option
 @engine_options
 @json_option
 @handle_errors
 def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, split_path: Path | None, side: str,
-                 max_prompts_per_window: int | None, as_json: bool, **engine_kw):
+                 max_prompts_per_window: int | None, as_json: bool, sigma_paths, **engine_kw):
     """Score detection recall, false positives and category accuracy against labelled log lines."""
     units = load_labels(labels_path)
     labels_dir = labels_path.resolve().parent
@@ -55,7 +57,7 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, sp
     targets = list(paths) or labelled_files(units, labels_dir)
     engine_opts = make_engine_options(engine_kw)
     prompts = "default" if max_prompts_per_window is None else (max_prompts_per_window or None)
-    runs = [run_eval(units, labels_dir, targets, name="rules-only")]
+    runs = [run_eval(units, labels_dir, targets, name="rules-only", sigma=sigma_paths)]
     if not rules_only:
         from logwarden.app.backends import open_engine
 
@@ -63,7 +65,8 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, sp
         engine = open_engine(engine_opts)
         name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
         runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, llm_policy=llm_policy,
-                             max_batch=engine_opts.max_batch, max_prompts_per_window=prompts))
+                             max_batch=engine_opts.max_batch, max_prompts_per_window=prompts,
+                             sigma=sigma_paths))
     if as_json:
         print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
     else:

@@ -15,6 +15,7 @@ from logwarden.app.cli_common import (
     make_engine_options,
     open_store_from,
     print_json,
+    sigma_option,
 )
 from logwarden.errors import InputError
 
@@ -23,12 +24,14 @@ from logwarden.errors import InputError
 @click.argument("text", required=False)
 @click.option("--rules-only", is_flag=True, help="Only the deterministic detectors; no model.")
 @click.option("--no-store", is_flag=True, help="Do not store the resulting record(s).")
+@sigma_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
-def triage(text, rules_only, no_store, db_url, as_json, **engine_kw):
+def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw):
     """Assess one log line or snippet (argument, or '-' / nothing for stdin), streaming the answer."""
+    from logwarden.app.detect import ruleset_for
     from logwarden.app.triage import prepare
 
     snippet = _read_snippet(text)
@@ -37,7 +40,8 @@ def triage(text, rules_only, no_store, db_url, as_json, **engine_kw):
         from logwarden.app.backends import open_engine
 
         engine = open_engine(make_engine_options(engine_kw))
-    prepared = prepare(snippet, count_tokens=engine.count_tokens if engine else (lambda s: len(s) // 3))
+    prepared = prepare(snippet, count_tokens=engine.count_tokens if engine else (lambda s: len(s) // 3),
+                       rules=ruleset_for(sigma_paths))
     stream = None
     if engine is not None:
         stream = prepared.stream(engine)

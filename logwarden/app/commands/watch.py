@@ -11,6 +11,7 @@ from logwarden.app.cli_common import (
     handle_errors,
     make_engine_options,
     open_store_from,
+    sigma_option,
 )
 from logwarden.app.config import get_settings
 
@@ -23,10 +24,11 @@ from logwarden.app.config import get_settings
               help="Analyse as soon as a file has this many new lines (default 500).")
 @click.option("--from-start", is_flag=True, help="Read files that exist at start from their beginning (default: tail).")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
+@sigma_option
 @engine_options
 @db_option
 @handle_errors
-def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, db_url, **engine_kw):
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, db_url, sigma_paths, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.watch import Watcher
@@ -39,7 +41,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
 
         engine = open_engine(engine_opts)
     options = RunOptions(rules_only=rules_only, llm_policy="suspicious", max_batch=engine_opts.max_batch,
-                         commit_every_windows=None, window_max_lines=settings.window_max_lines,
+                         commit_every_windows=None, window_max_lines=settings.window_max_lines, sigma=sigma_paths,
                          window_max_gap_s=settings.window_max_gap_s, prompt_token_budget=settings.prompt_token_budget)
     pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
     watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,

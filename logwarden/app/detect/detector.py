@@ -1,83 +1,55 @@
-"""`Detector`: runs compiled rules over events and emits `Signal`s with their evidence lines.
+"""`Detector`: runs a rule set over events and emits `Signal`s with their evidence lines.
 
-Owns the per-rule state that makes detection work across batches (a burst split over two `scan`
-calls still fires), with bounded memory: per-key deques trimmed by the rule's window and an LRU cap
-on the number of keys. Also owns merging: one Signal per rule + source + key per `scan` call
-("42 SQLi attempts from 1.2.3.4", not 42 records), with line numbers capped (first and last kept)
-and the true count in the description. A line can stand for several events: a regex group named
-`count` (sshd's "PAM 5 more authentication failures") or the parser's `repeat` field (rsyslog's
-"message repeated 5 times") weighs it in threshold counts. It does not know the rule file format
-(see `rules.py`).
+Per event: its logsource route (cached per kind of event) picks a `Dispatch` — the rules of that
+logsource, indexed by their gates: one dictionary lookup per field for exact values, one
+RE2::Set scan per field for literals — so only rules whose every gate clause
+holds are evaluated; rules without a usable literal ("always" rules) run on every event of their
+logsource. Matches become signals, and feed the correlations that reference their rule.
+
+Owns merging: one Signal per rule + source + key per `scan` call ("42 SQLi attempts from
+1.2.3.4", not 42 records), the key being the first present of the rule's key fields
+(`logwarden: {key: [...]}`, default src_ip then host) or a correlation's group-by values;
+line numbers are capped (first and last kept) with the true count in the description. State that
+spans `scan` calls (correlations, the clock) is bounded (see `correlate.py`). Knows nothing about
+rule files (`pack.py`) or how events are parsed.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter, OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from logwarden.app.detect.rules import Rule, load_rules
-from logwarden.app.detect.view import EventView
+from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
+from logwarden.app.detect.logsource import Route, route_of
+from logwarden.app.detect.pack import CompiledRule, RuleSet
+from logwarden.app.detect.regex import LiteralSet
+from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text
 from logwarden.app.models import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
-MAX_KEYS_PER_RULE = 20_000  # least recently seen keys are forgotten beyond this
-MAX_HITS_PER_KEY = 5_000  # for distinct-counting rules, whose deques are not cleared at the threshold
-MAX_LINE_WEIGHT = 10_000  # one line never counts for more events than this
+_SAMPLE_MASK = 63  # clause hits are counted on 1 event in 64 ...
+_RELEARN_MASK = 4095  # ... and primaries re-chosen every 4,096 screened events
+_SEP = "\x1e"  # joins an event's screened values (a record separator: never in a literal)
+_STR_ONLY = {str}
 
 
-@dataclass(slots=True)
-class _Hit:
-    t: float
-    line_no: int
-    distinct: str | None
-    weight: int = 1  # events this line stands for
-
-
-@dataclass(slots=True)
-class _KeyState:
-    """Matches of one key still inside the window, and whether a burst is in progress."""
-
-    hits: deque[_Hit] = field(default_factory=deque)
-    values: Counter[str] = field(default_factory=Counter)  # distinct field → hits in window
-    events: int = 0  # sum of the hits' weights
-    burst_last_t: float | None = None  # time of the last event of a burst that already fired
-
-    def add(self, hit: _Hit) -> None:
-        if len(self.hits) >= MAX_HITS_PER_KEY:
-            self._drop_oldest()
-        self.hits.append(hit)
-        self.events += hit.weight
-        if hit.distinct is not None:
-            self.values[hit.distinct] += 1
-
-    def trim(self, oldest_t: float) -> None:
-        while self.hits and self.hits[0].t < oldest_t:
-            self._drop_oldest()
-
-    def measure(self, distinct: bool) -> int:
-        return len(self.values) if distinct else self.events
-
-    def clear(self) -> None:
-        self.hits.clear()
-        self.values.clear()
-        self.events = 0
-
-    def _drop_oldest(self) -> None:
-        old = self.hits.popleft()
-        self.events -= old.weight
-        if old.distinct is not None:
-            self.values[old.distinct] -= 1
-            if self.values[old.distinct] <= 0:
-                del self.values[old.distinct]
+def _screen_text(value: object, slot: int, lists: list) -> str:
+    """A non-string value as the screen reads it; a list's lowered elements are also kept in `lists`."""
+    text = lower_text(value)
+    if text is None:
+        return ""
+    if type(text) is str:
+        return text
+    lists.append((slot, text))
+    return "\n".join(text)
 
 
 @dataclass(slots=True)
 class _Open:
     """A signal being built during one scan call."""
 
-    rule: Rule
+    rule: CompiledRule
     source: str
     key_field: str
     key: str
@@ -87,9 +59,9 @@ class _Open:
     tail: deque[int] = field(default_factory=lambda: deque(maxlen=MAX_LINE_NUMBERS // 2))
     count: int = 0  # lines
     events: int = 0  # what the lines stand for (a "repeated 5 times" line is 5)
-    distinct_values: set[str] = field(default_factory=set)
+    distinct: set[str] = field(default_factory=set)
 
-    def add(self, line_no: int, t: float, distinct: str | None = None, weight: int = 1) -> None:
+    def add(self, line_no: int, t: float, weight: int = 1) -> None:
         self.count += 1
         self.events += weight
         self.last_t = t
@@ -97,118 +69,204 @@ class _Open:
             self.lines.append(line_no)
         else:
             self.tail.append(line_no)
-        if distinct is not None and len(self.distinct_values) < 1000:
-            self.distinct_values.add(distinct)
+
+    def add_firing(self, firing: Firing) -> None:
+        for line_no in firing.lines:
+            self.add(line_no, firing.last_t, 0)
+        self.events += firing.events
+        if len(self.distinct) < 1000:
+            self.distinct |= firing.distinct
 
     def to_signal(self) -> Signal:
-        spec = self.rule.spec
-        return Signal(rule_id=spec.id, title=spec.title, level=self.rule.level, category=spec.category,
-                      techniques=list(self.rule.techniques), source=self.source,
+        rule = self.rule
+        return Signal(rule_id=rule.id, title=rule.title, level=rule.level, category=rule.category,
+                      techniques=list(rule.techniques), source=self.source,
                       line_numbers=sorted(set(self.lines) | set(self.tail)), key=self.key,
-                      description=self._describe())
+                      description=self._describe(), references=list(rule.ir.references),
+                      falsepositives=list(rule.ir.falsepositives))
 
     def _describe(self) -> str:
-        spec = self.rule.spec
+        rule = self.rule
         what = f"{self.count} matching line{'s' if self.count != 1 else ''}"
         if self.events != self.count:
             what += f" standing for {self.events} events"
-        if spec.aggregate and spec.aggregate.distinct and self.distinct_values:
-            what += f", {len(self.distinct_values)} distinct {spec.aggregate.distinct}"
+        value_field = (rule.correlation or {}).get("field")
+        if value_field and self.distinct:
+            what += f", {len(self.distinct)} distinct {value_field}"
         where = f" for {self.key_field}={self.key}" if self.key else ""
         shown = len(set(self.lines) | set(self.tail))
         capped = f" (line numbers capped at {shown})" if shown < self.count else ""
-        return f"{what}{where}{capped}. {spec.description}".strip()
+        return f"{what}{where}{capped}. {rule.description}".strip()
 
 
-class _Dispatch:
-    """The rules of one format, arranged so that an event meets only rules it could satisfy.
+class Dispatch:
+    """The rules one kind of event can meet, indexed by their gates."""
 
-    Rules whose every alternative requires a field value (program=sudo, EventID=4625) are indexed
-    by it. Rules that require one of some substrings in a field are screened together: one regex of
-    all those substrings finds which ones occur, and only the rules needing them are tried. The
-    rest are always tried.
-    """
-
-    def __init__(self, rules: list[Rule]) -> None:
-        self.always: list[Rule] = []
-        self.gated: dict[tuple[str, bool], dict[str, list[Rule]]] = {}
-        screened: dict[tuple[str, bool], dict[str, list[Rule]]] = {}
+    def __init__(self, rules: Sequence[CompiledRule], route: Route) -> None:
+        self.aliases = route.alias_map() or None
+        self.always: list[CompiledRule] = [r for r in rules if not r.clauses]
+        # A rule is tried when all its clauses hold; it is looked up by one of them, its "primary":
+        # first the statically most selective one, then the one seen least often (see `_learn`).
+        # Rules share clauses (35 network rules test Initiated=true): each distinct clause is one id.
+        self._primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
+        self._clauses_of: list[tuple[CompiledRule, tuple[int, ...]]] = []
+        self._seen: Counter[int] = Counter()
+        self._events = 0
+        clause_ids: dict[frozenset, int] = {}
         for rule in rules:
-            lower = not rule.spec.case_sensitive
-            if (gate := rule.gate) is not None:
-                index = self.gated.setdefault((gate[0], lower), {})
-                for value in gate[1]:
-                    index.setdefault(value, []).append(rule)
-            elif (literals := rule.literal_gates) is not None:
-                for name, needles in literals.items():
-                    by_needle = screened.setdefault((name, lower), {})
-                    for needle in needles:
-                        by_needle.setdefault(needle, []).append(rule)
-            else:
-                self.always.append(rule)
-        self.screened = [(name, lower, *_screen(by_needle)) for (name, lower), by_needle in screened.items()]
+            if rule.clauses:
+                ids = tuple(clause_ids.setdefault(clause, len(clause_ids)) for clause in rule.clauses)
+                self._primary.setdefault(ids[0], []).append((rule, ids[1:]))
+                if len(ids) > 1:
+                    self._clauses_of.append((rule, ids))
+        eq: dict[str | None, dict[str, list[int]]] = {}
+        sub: dict[str | None, dict[str, list[int]]] = {}
+        for clause, clause_id in clause_ids.items():
+            for kind, name, text in clause:
+                (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
+        # Every screened field of an event is read, lowered and scanned at once: the values joined by
+        # \x1e, lowered in one call, split back; equality atoms are one dictionary lookup per field,
+        # literals one RE2::Set pass over the joined text, each literal found then checked in the
+        # fields that name it. Aliases, attributes, derived and dotted names go through the view.
+        keywords = sub.pop(None, {})
+        self._keywords = _literal_set(keywords) if keywords else None
+        names = sorted(set(eq) | set(sub), key=lambda n: (not self._direct(n), n))
+        self._direct_names = [n for n in names if self._direct(n)]
+        self._blanks = [""] * len(self._direct_names)
+        self._other_names = [n for n in names if not self._direct(n)]
+        slot = {name: i for i, name in enumerate(names)}
+        self._eq = [(slot[n], {t: tuple(ids) for t, ids in index.items()}) for n, index in eq.items()]
+        self._eq_of = dict(self._eq)
+        by_literal: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for name, index in sub.items():
+            for literal, ids in index.items():
+                by_literal.setdefault(literal, []).append((slot[name], tuple(ids)))
+        literals = sorted(by_literal)
+        self._literals = LiteralSet(literals) if literals else None
+        self._places = [(literal, by_literal[literal]) for literal in literals]
 
-    def candidates(self, view: EventView) -> list[Rule]:
-        rules, text = self.always, view.text
-        for (name, lower), index in self.gated.items():
-            if hit := index.get(text(name, lower)):  # absent fields read as "" and hit nothing
-                rules = rules + hit
-        found: dict[Rule, None] | None = None
-        for name, lower, screen, rules_for in self.screened:
-            subject = text(name, lower)
-            match = screen.search(subject)
-            while match is not None:  # restart one past each hit: needles may overlap
-                if found is None:
-                    found = {}
-                found.update(rules_for[match.group()])
-                match = screen.search(subject, match.start() + 1)
-        if found is None:
-            return rules
-        return rules + [r for r in found if r not in rules]
+    def _direct(self, name: str | None) -> bool:
+        """Is the field read straight from `Event.fields`?"""
+        return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
+                and name not in DERIVED_FIELDS and "." not in name)
+
+    def candidates(self, view: EventView) -> list[CompiledRule]:
+        hits: set[int] = set()
+        if self._eq or self._literals is not None:
+            self._screen(view, hits)
+        if self._keywords is not None:  # screened on the raw line (a JSON event: its record) holding every value
+            literals, ids = self._keywords
+            for index in literals.found(view.event.raw.lower()):
+                hits.update(ids[index])
+        if not hits:
+            return self.always
+        self._events += 1
+        if self._clauses_of and not self._events & _SAMPLE_MASK:
+            self._learn(hits)
+        chosen = list(self.always)
+        primary = self._primary
+        for clause_id in hits:
+            for rule, others in primary.get(clause_id, ()):
+                if not others or all(other in hits for other in others):
+                    chosen.append(rule)
+        return chosen
+
+    def _screen(self, view: EventView, hits: set[int]) -> None:
+        values = list(map(view.fields.get, self._direct_names, self._blanks))  # absent: ""
+        if self._other_names:
+            values += map(view.get, self._other_names)
+        lists: list[tuple[int, tuple[str, ...]]] = []
+        if set(map(type, values)) != _STR_ONLY:  # numbers, lists, None from the view: rare, so a loop
+            for i, value in enumerate(values):
+                if type(value) is not str:
+                    values[i] = _screen_text(value, i, lists)
+        joined = _SEP.join(values)
+        if joined.count(_SEP) != len(values) - 1:  # a value holding the separator must not shift the others
+            joined = _SEP.join(v.replace(_SEP, " ") for v in values)
+        lowered = joined.lower()
+        texts = lowered.split(_SEP)
+        for i, index in self._eq:
+            found = index.get(texts[i])
+            if found:
+                hits.update(found)
+        for i, items in lists:  # a list meets an equality when one of its elements does
+            index = self._eq_of.get(i)
+            if index is not None:
+                for item in items:
+                    if item in index:
+                        hits.update(index[item])
+        if self._literals is not None:
+            for found in self._literals.found(lowered):
+                literal, places = self._places[found]
+                for i, ids in places:
+                    if literal in texts[i]:
+                        hits.update(ids)
+
+    def _learn(self, hits: set[int]) -> None:
+        """Count clause hits on a sample of events; now and then make each rule's rarest clause its primary."""
+        self._seen.update(hits)
+        if self._events & _RELEARN_MASK:
+            return
+        seen = self._seen
+        primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
+        for clause_id, entries in self._primary.items():  # rules with one clause stay where they are
+            kept = [(rule, others) for rule, others in entries if not others]
+            if kept:
+                primary[clause_id] = kept
+        for rule, ids in self._clauses_of:
+            rarest = min(ids, key=seen.__getitem__)
+            primary.setdefault(rarest, []).append((rule, tuple(i for i in ids if i != rarest)))
+        self._primary = primary
 
 
-def _screen(by_needle: dict[str, list[Rule]]) -> tuple[re.Pattern[str], dict[str, dict[Rule, None]]]:
-    """A regex finding, at a position, the longest needle starting there, and for each needle the
-    rules it satisfies. Every needle that matches at a position is a prefix of the longest one
-    there, so a needle's rules include those of its prefixes."""
-    needles = sorted(by_needle, key=lambda n: (-len(n), n))
-    regex = re.compile("|".join(map(re.escape, needles)))
-    rules_for = {n: dict.fromkeys(r for p in needles if n.startswith(p) for r in by_needle[p]) for n in needles}
-    return regex, rules_for
+def _literal_set(index: dict[str, list[int]]) -> tuple[LiteralSet, list[tuple[int, ...]]]:
+    literals = sorted(index)
+    return LiteralSet(literals), [tuple(index[literal]) for literal in literals]
 
 
 class Detector:
     """Stateful rule runner: feed it events in order with `scan`; it returns the signals they make."""
 
-    def __init__(self, rules: Sequence[Rule] | None = None, *, max_keys_per_rule: int = MAX_KEYS_PER_RULE) -> None:
-        self.rules = list(load_rules() if rules is None else rules)
-        self._max_keys = max_keys_per_rule
-        self._any_format = [r for r in self.rules if not r.formats]
-        self._by_format: dict[str, _Dispatch] = {}
-        self._states: dict[str, OrderedDict[tuple[str, str], _KeyState]] = {r.id: OrderedDict() for r in self.rules}
+    def __init__(self, rules: RuleSet | Iterable[CompiledRule] | None = None, *,
+                 max_keys_per_rule: int = MAX_GROUPS) -> None:
+        if rules is None:
+            from logwarden.app.detect import shipped_ruleset
+
+            rules = shipped_ruleset()
+        self.rules = rules if isinstance(rules, RuleSet) else RuleSet(rules=_with_feeders(list(rules)))
+        active = self.rules.rules
+        self._detections = [r for r in active if r.correlation is None]
+        self._correlations = {r.key: Correlation(r.correlation, r.correlation["rules"], max_groups=max_keys_per_rule)
+                              for r in active if r.correlation is not None}
+        self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
         self._clock: dict[str, float] = {}  # last known time per source, for events without ts
+
+    @property
+    def _states(self) -> dict[str, object]:
+        """Correlation state per rule (bounded: see correlate.py)."""
+        return {key: corr.states for key, corr in self._correlations.items()}
 
     def scan(self, events: Iterable[Event]) -> list[Signal]:
         """Signals for these events (and for bursts that began in earlier calls), by first line."""
         opened: dict[tuple[str, str, str], _Open] = {}
         finished: list[_Open] = []
+        dispatches = self._dispatch
         for event in events:
             t = self._time(event)
-            view = EventView(event)
-            for rule in self._dispatch(event.format).candidates(view):
-                self._apply(rule, view, t, opened, finished)
+            route = route_of(event)
+            dispatch = dispatches.get(route)
+            if dispatch is None:
+                dispatch = dispatches[route] = self._build(route)
+            view = EventView(event, dispatch.aliases)
+            for rule in dispatch.candidates(view):
+                if rule.match(view):
+                    self._matched(rule, view, t, opened, finished)
         finished.extend(opened.values())
         signals = [o.to_signal() for o in finished]
         return sorted(signals, key=lambda s: (s.source, s.line_numbers[0] if s.line_numbers else 0, s.rule_id))
 
-    # --- dispatch --------------------------------------------------------------------------
-
-    def _dispatch(self, fmt: str) -> _Dispatch:
-        dispatch = self._by_format.get(fmt)
-        if dispatch is None:
-            dispatch = _Dispatch([r for r in self.rules if fmt in r.formats] + self._any_format)
-            self._by_format[fmt] = dispatch
-        return dispatch
+    def _build(self, route: Route) -> Dispatch:
+        return Dispatch([r for r in self._detections if route.matches(*r.logsource)], route)
 
     def _time(self, event: Event) -> float:
         # Events without a timestamp inherit the last one seen in their source (lines are in order).
@@ -218,138 +276,72 @@ class Detector:
             return t
         return self._clock.get(event.source, 0.0)
 
-    def _apply(self, rule: Rule, view: EventView, t: float, opened: dict, finished: list) -> None:
-        if rule.followed_by is not None:
-            self._apply_sequence(rule, view, t, opened, finished)
-            return
-        captures = rule.matches(view)
-        if captures is None:
-            return
-        if rule.spec.aggregate is None:
-            self._add_single(rule, view, t, captures, opened, finished)
-        else:
-            self._add_counted(rule, view, t, captures, opened, finished)
+    def _matched(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
+        if rule.emits:
+            self._add_single(rule, view, t, opened, finished)
+        if rule.consumers:
+            event = view.event
+            hit = Hit(rule.key, event.source, t, [event.line_no], view.get, line_weight(view.get("repeat")))
+            self._feed(rule.consumers, hit, opened, finished)
 
-    # --- single-event rules -----------------------------------------------------------------
-
-    def _add_single(self, rule: Rule, view: EventView, t: float, captures: dict, opened: dict,
-                    finished: list) -> None:
-        key_field, key = _key_value(view, captures, rule.key_fields)
-        slot = (rule.id, view.event.source, key)
+    def _add_single(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
+        key_field, key = _key_value(view, rule.key_fields)
+        slot = (rule.key, view.event.source, key)
         current = opened.get(slot)
-        if current is not None and t - current.last_t > rule.spec.merge_gap_s:
+        if current is not None and t - current.last_t > rule.merge_gap_s:
             finished.append(opened.pop(slot))  # a separate episode: do not merge across long gaps
             current = None
         if current is None:
             current = opened[slot] = _Open(rule, view.event.source, key_field, key, t, t)
-        current.add(view.event.line_no, t)
-
-    # --- threshold rules --------------------------------------------------------------------
-
-    def _add_counted(self, rule: Rule, view: EventView, t: float, captures: dict, opened: dict,
-                     finished: list) -> None:
-        agg = rule.spec.aggregate
-        key = _key_value(view, captures, (agg.group_by,))[1]
-        if not key:
-            return
-        distinct = _distinct_value(view, captures, agg.distinct)
-        if agg.distinct and distinct is None:
-            return
-        source = view.event.source
-        state = self._state(rule, source, key)
-        slot = (rule.id, source, key)
-        hit = _Hit(t, view.event.line_no, distinct, _weight(view, captures))
-        if state.burst_last_t is not None and t - state.burst_last_t <= agg.window_s:
-            state.burst_last_t = t  # the burst goes on: extend (or reopen, in a later call) its signal
-            self._open(slot, rule, source, key, t, opened).add(hit.line_no, t, distinct, hit.weight)
-            return
-        state.burst_last_t = None
-        state.add(hit)
-        state.trim(t - agg.window_s)
-        if state.measure(agg.distinct is not None) >= agg.threshold:
-            self._fire(state, slot, rule, source, key, opened)
-            state.burst_last_t = t
-
-    def _fire(self, state: _KeyState, slot: tuple, rule: Rule, source: str, key: str, opened: dict) -> None:
-        signal = self._open(slot, rule, source, key, state.hits[0].t, opened)
-        for hit in state.hits:
-            signal.add(hit.line_no, hit.t, hit.distinct, hit.weight)
-        state.clear()
+        current.add(view.event.line_no, t, line_weight(view.get("repeat")))
 
     @staticmethod
-    def _open(slot: tuple, rule: Rule, source: str, key: str, t: float, opened: dict) -> _Open:
-        current = opened.get(slot)
-        if current is None:
-            current = opened[slot] = _Open(rule, source, rule.spec.aggregate.group_by, key, t, t)
-        return current
-
-    def _state(self, rule: Rule, source: str, key: str) -> _KeyState:
-        states = self._states[rule.id]
-        state = states.get((source, key))
-        if state is None:
-            state = states[(source, key)] = _KeyState()
-            if len(states) > self._max_keys:
-                states.popitem(last=False)
+    def _add_firing(rule: CompiledRule, correlation: Correlation, firing: Firing, opened: dict, finished: list) -> None:
+        """A counting correlation's firings (and its burst) make one signal per key and batch; each
+        temporal one is a finding of its own (this sequence of events)."""
+        key = ", ".join(firing.group.values())
+        signal = _Open(rule, firing.source, ", ".join(firing.group), key, firing.first_t, firing.last_t)
+        if correlation.counting:
+            signal = opened.setdefault((rule.key, firing.source, key), signal)
         else:
-            states.move_to_end((source, key))
-        return state
+            finished.append(signal)
+        signal.add_firing(firing)
 
-    # --- sequence rules ---------------------------------------------------------------------
-
-    def _apply_sequence(self, rule: Rule, view: EventView, t: float, opened: dict, finished: list) -> None:
-        agg = rule.spec.aggregate
-        captures = rule.matches(view)
-        if captures is not None:
-            key = _key_value(view, captures, (agg.group_by,))[1]
-            if key:
-                state = self._state(rule, view.event.source, key)
-                state.add(_Hit(t, view.event.line_no, _distinct_value(view, captures, agg.distinct),
-                                _weight(view, captures)))
-                state.trim(t - agg.window_s)
-            return
-        after = rule.followed_by.evaluate(view)
-        if after is not None:
-            self._close_sequence(rule, view, t, after, finished)
-
-    def _close_sequence(self, rule: Rule, view: EventView, t: float, captures: dict, finished: list) -> None:
-        agg = rule.spec.aggregate
-        key = _key_value(view, captures, (agg.group_by,))[1]
-        state = self._states[rule.id].get((view.event.source, key)) if key else None
-        if state is None:
-            return
-        state.trim(t - rule.spec.followed_by.within_s)
-        if state.measure(agg.distinct is not None) < agg.threshold:
-            return
-        signal = _Open(rule, view.event.source, agg.group_by, key, state.hits[0].t, t)
-        for hit in state.hits:
-            signal.add(hit.line_no, hit.t, hit.distinct, hit.weight)
-        signal.add(view.event.line_no, t)
-        state.clear()
-        finished.append(signal)
+    def _feed(self, consumers: Sequence[CompiledRule], hit: Hit, opened: dict, finished: list) -> None:
+        for rule in consumers:
+            correlation = self._correlations.get(rule.key)
+            if correlation is None:  # a correlation left out of this detector's rules
+                continue
+            firing = correlation.feed(hit)
+            if firing is None:
+                continue
+            for corr_key, state_key in firing.consumed:
+                consumed = self._correlations.get(corr_key)
+                if consumed is not None:
+                    consumed.reset(state_key)
+            if rule.emits:
+                self._add_firing(rule, correlation, firing, opened, finished)
+            if rule.consumers:
+                self._feed(rule.consumers, Hit(rule.key, firing.source, firing.last_t, firing.lines,
+                                               firing.group.get, 1, (rule.key, firing.state_key)), opened, finished)
 
 
-def _key_value(view: EventView, captures: dict[str, str], names: Sequence[str]) -> tuple[str, str]:
-    """(field, value) of the first present named field (captures win); ('', '') when none is."""
+def _with_feeders(rules: list[CompiledRule]) -> list[CompiledRule]:
+    """A plain list of rules plus whatever the correlations among them reference."""
+    out: dict[str, CompiledRule] = {}
+    pending = list(rules)
+    while pending:
+        rule = pending.pop()
+        if rule.key not in out:
+            out[rule.key] = rule
+            pending.extend(rule.feeders)
+    return list(out.values())
+
+
+def _key_value(view: EventView, names: Sequence[str]) -> tuple[str, str]:
+    """(field, value) of the first present named field; ('', '') when none is."""
     for name in names:
-        value = captures.get(name)
-        if value is None:
-            value = view.get(name)
+        value = view.get(name)
         if value not in (None, "", "-"):
             return name, str(value)
     return "", ""
-
-
-def _weight(view: EventView, captures: dict[str, str]) -> int:
-    """How many events the line stands for: a `count` capture, else the parser's `repeat`, else 1."""
-    raw = captures.get("count") or view.get("repeat")
-    try:
-        return min(max(int(raw), 1), MAX_LINE_WEIGHT) if raw is not None else 1
-    except (TypeError, ValueError):
-        return 1
-
-
-def _distinct_value(view: EventView, captures: dict[str, str], name: str | None) -> str | None:
-    if name is None:
-        return None
-    value = _key_value(view, captures, (name,))[1]
-    return value or None

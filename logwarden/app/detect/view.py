@@ -1,8 +1,11 @@
-"""`EventView`: how a rule sees one `Event` — field lookup, derived fields, cached text forms.
+"""`EventView`: how a rule sees one `Event` — field lookup by Sigma name, text forms, cached.
 
-Owns field resolution for rules (captures → Event attributes → `fields` → dotted paths into dict
-values → derived fields such as the URL-decoded request) and caches the string/lowercase form of
-each field so that many rules can test one event cheaply. It knows nothing about rules or state.
+Owns field resolution for rules: the event's `fields` → the logsource's aliases (Sigma taxonomy
+names such as `Image` on a Security 4688 event, `cs-uri-query` on an access event) → Event
+attributes (`message`, `program`, `host`, …) → derived fields (`path_decoded`, …) → dotted paths
+into nested values, and for JSON events into the original record (`userIdentity.arn`,
+`actor.alternateId`; case-insensitive as a last resort). Values become text once per event and
+field (lists stay lists: a rule matches when any element does). Knows nothing about rules.
 """
 
 from __future__ import annotations
@@ -11,10 +14,13 @@ import json
 from typing import Any
 from urllib.parse import unquote_plus
 
+from logwarden.app.detect.logsource import Alias
 from logwarden.app.models import Event
 
-_ATTRIBUTES = ("message", "raw", "program", "host", "format", "source")
+ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
+_JSON_FORMATS = frozenset(("json", "cloudtrail", "windows"))
 _MAX_DECODE_ROUNDS = 3  # attackers double- and triple-encode to slip past naive filters
+_MISSING = object()
 
 
 def url_decode(text: str) -> str:
@@ -35,76 +41,158 @@ def _request_target(event: Event) -> str:
 
 
 # Fields computed from others; rules name them like any field.
-_DERIVED = {
+DERIVED_FIELDS = {
     "path_decoded": lambda e: url_decode(_request_target(e)),
     "request_decoded": lambda e: url_decode(str(e.fields.get("request") or e.message or "")),
     "user_agent_decoded": lambda e: url_decode(str(e.fields.get("user_agent") or "")) or None,
 }
 
 
-def _dig(value: Any, parts: list[str]) -> Any:
-    for part in parts:
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _stringify(value: Any) -> str:
-    if isinstance(value, str):
+def to_text(value: Any) -> str | tuple[str, ...] | None:
+    """A field value as rules compare it: str, a tuple of str for a list, None when unset."""
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is str:
         return value
-    if isinstance(value, (dict, list)):
+    if kind is bool:
+        return "true" if value else "false"
+    if kind in (int, float):
+        return str(value)
+    if kind in (list, tuple):
+        return tuple(t for t in map(to_text, value) if isinstance(t, str))
+    if isinstance(value, dict):
         # compact separators so rules can look for `"Principal":"*"` as it appears in CloudTrail
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     return str(value)
 
 
+def lower_text(value: Any) -> str | tuple[str, ...] | None:
+    """`to_text`, lowercased."""
+    if type(value) is str:
+        return value.lower()
+    text = to_text(value)
+    if text is None or type(text) is str:
+        return text if text is None else text.lower()
+    return tuple(t.lower() for t in text)
+
+
+def _sigma_keys(event: Event) -> dict[str, Any]:
+    """Windows EventData names with spaces (Defender's "Threat Name") as Sigma writes them ("ThreatName")."""
+    fields = event.fields
+    if event.format != "windows" or " " not in "".join(fields):
+        return fields
+    return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
+
+
+def _dig(value: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if not isinstance(value, dict):
+            return _MISSING
+        if part in value:
+            value = value[part]
+            continue
+        folded = part.lower()
+        match = next((k for k in value if isinstance(k, str) and k.lower() == folded), _MISSING)
+        if match is _MISSING:
+            return _MISSING
+        value = value[match]
+    return value
+
+
 class EventView:
-    """A read-only lens on one event for rule evaluation (one per event, reused by every rule)."""
+    """A read-only lens on one event for rule evaluation (one per event, shared by every rule)."""
 
-    __slots__ = ("event", "captures", "_values", "_plain", "_lower")
+    __slots__ = ("event", "fields", "aliases", "_values", "_lower", "_cased", "_record", "_haystack")
 
-    def __init__(self, event: Event) -> None:
+    def __init__(self, event: Event, aliases: dict[str, Alias] | None = None) -> None:
         self.event = event
-        self.captures: dict[str, str] = {}  # named regex groups of the condition group in progress
+        self.fields = _sigma_keys(event)  # the event's fields under the names Sigma rules use
+        self.aliases = aliases  # the logsource's Sigma name → field (or function of the event)
         self._values: dict[str, Any] = {}
-        self._plain: dict[str, str] = {}
-        self._lower: dict[str, str] = {}
+        self._lower: dict[str, Any] = {}
+        self._cased: dict[str, Any] = {}
+        self._record: Any = _MISSING
+        self._haystack: str | None = None
 
     def get(self, name: str) -> Any:
         """The field's value, or None when the event has no such field."""
-        if self.captures and name in self.captures:
-            return self.captures[name]
         try:
             return self._values[name]
         except KeyError:
             value = self._values[name] = self._resolve(name)
             return value
 
-    def text(self, name: str, lower: bool) -> str:
-        """The field as a string (dicts as compact JSON), lowercased when asked; '' when absent."""
-        if self.captures and name in self.captures:
-            value = self.captures[name]
-            return value.lower() if lower else value
-        cache = self._lower if lower else self._plain
+    def lower(self, name: str) -> str | tuple[str, ...] | None:
+        """The field as lowercase text (a tuple for a list), None when absent."""
         try:
-            return cache[name]
+            return self._lower[name]
         except KeyError:
-            value = self.get(name)
-            text = "" if value is None else value if type(value) is str else _stringify(value)
-            cache[name] = text = text.lower() if lower else text
+            text = self.cased(name)
+            if text is not None:
+                text = text.lower() if type(text) is str else tuple(t.lower() for t in text)
+            self._lower[name] = text
             return text
+
+    def cased(self, name: str) -> str | tuple[str, ...] | None:
+        try:
+            return self._cased[name]
+        except KeyError:
+            text = self._cased[name] = to_text(self.get(name))
+            return text
+
+    def haystack(self) -> str:
+        """What a keyword (field-less) detection searches: the raw line of a text log; the message
+        and every field value of a JSON event."""
+        if self._haystack is None:
+            event = self.event
+            if event.format in _JSON_FORMATS:
+                self._haystack = event.message + "\n" + "\n".join(map(str, event.fields.values()))
+            else:
+                self._haystack = event.raw
+        return self._haystack
+
+    def haystack_lower(self) -> str:
+        text = self._lower.get("\x00haystack")
+        if text is None:
+            text = self._lower["\x00haystack"] = self.haystack().lower()
+        return text
 
     def _resolve(self, name: str) -> Any:
         event = self.event
-        if name in _ATTRIBUTES:
-            return getattr(event, name)
-        fields = event.fields
+        fields = self.fields
         if name in fields:
             return fields[name]
-        if name in _DERIVED:
-            return _DERIVED[name](event)
+        if self.aliases:
+            alias = self.aliases.get(name)
+            if alias is not None:
+                return self.get(alias) if isinstance(alias, str) else alias(event)
+        if name in ATTRIBUTE_FIELDS:
+            return getattr(event, name)
+        if name in DERIVED_FIELDS:
+            return DERIVED_FIELDS[name](event)
         if "." in name:
-            head, *rest = name.split(".")
-            return _dig(fields.get(head), rest)
+            return self._dotted(name)
         return None
+
+    def _dotted(self, name: str) -> Any:
+        parts = name.split(".")
+        fields = self.event.fields
+        for cut in range(len(parts) - 1, 0, -1):  # "a.b" flattened by the parser, then the rest inside it
+            head = ".".join(parts[:cut])
+            if head in fields:
+                found = _dig(fields[head], parts[cut:])
+                if found is not _MISSING:
+                    return found
+        if self.event.format not in _JSON_FORMATS or self.event.format == "windows":
+            return None
+        found = _dig(self._original(), parts)
+        return None if found is _MISSING else found
+
+    def _original(self) -> Any:
+        if self._record is _MISSING:
+            try:
+                self._record = json.loads(self.event.raw)
+            except ValueError:
+                self._record = None
+        return self._record

@@ -1,7 +1,8 @@
 """The fallback parser: any line at all becomes an Event with the text as its message.
 
 Owns only the promise that nothing is dropped; the timestamp comes from the heuristic in
-`timestamps.find_timestamp`. Knows nothing about any format.
+`timestamps.find_timestamp`, fields a free-text line states from `messages.py` (FTP, netfilter,
+application login failures). Knows nothing about any format.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from datetime import datetime
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
+from logwarden.app.parse.messages import message_fields
 from logwarden.app.parse.timestamps import YearGuesser, find_timestamp
 
 
@@ -21,4 +23,4 @@ class GenericParser:
 
     def parse(self, line: LogLine) -> Event:
         return new_event(line, "generic", ts=find_timestamp(line.text, self.years),
-                         message=line.text)
+                         message=line.text, fields=message_fields(None, line.text))

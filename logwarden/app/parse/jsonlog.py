@@ -17,6 +17,7 @@ from typing import Any
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
+from logwarden.app.parse.messages import add_message_fields, app_failure_fields
 from logwarden.app.parse.timestamps import parse_any
 from logwarden.app.parse.web import json_access_fields, split_host_port, zeek_event
 
@@ -181,8 +182,18 @@ def _event_data(value: Any) -> dict:
     if isinstance(items, dict):
         items = [items]
     if isinstance(items, list) and items and all(isinstance(i, dict) for i in items):
-        return {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
+        named = {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
+        return named | _unnamed_data([i.get("#text", i.get("text")) for i in items if not _data_name(i)])
     return dict(value)
+
+
+def _unnamed_data(texts: list) -> dict:
+    """`<Data>` elements without a Name (MSSQL audit, many Application events) are kept as one
+    `Data` field, the way Sigma rules read them (`Data|contains`)."""
+    texts = [t for t in texts if t is not None]
+    if not texts:
+        return {}
+    return {"Data": texts[0] if len(texts) == 1 else texts}
 
 
 def _data_name(item: dict) -> str | None:
@@ -382,8 +393,13 @@ class JsonParser(_ObjectParser):
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
         fmt = "syslog" if _is_journald(obj) else "json"
+        program = _text(_first_scalar(flat, _PROGRAM_KEYS))
+        if fmt == "syslog":
+            add_message_fields(fields, program, str(message))
+        elif "src_ip" not in fields:  # an app's "login failed … from 1.2.3.4" in its message
+            fields.update({k: v for k, v in app_failure_fields(str(message)).items() if k not in fields})
         return new_event(line, fmt, ts=ts, host=_text(_first_scalar(flat, _HOST_KEYS)),
-                         program=_text(_first_scalar(flat, _PROGRAM_KEYS)), message=str(message), fields=fields)
+                         program=program, message=str(message), fields=fields)
 
 
 def _gcp_audit_identity(obj: dict, fields: dict) -> None:

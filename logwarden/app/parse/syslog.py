@@ -3,8 +3,8 @@ rsyslog writes with RSYSLOG_FileFormat, and RFC 5424.
 
 Owns the header grammar (PRI, timestamp, host, `program[pid]:` tag) and unwrapping rsyslog's
 "message repeated N times: [ … ]" (the inner message becomes `message`, N the field `repeat`, so
-five failed logins folded into one line still count five). Does not split sshd/PAM/sudo messages
-into fields: detectors read `message`. Year-less dates get their year from
+five failed logins folded into one line still count five). What sshd/PAM/sudo/… messages state
+(address, account, …) is added by `messages.py`. Year-less dates get their year from
 `timestamps.YearGuesser`.
 """
 
@@ -15,6 +15,7 @@ from datetime import datetime
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
+from logwarden.app.parse.messages import add_message_fields, structured_data_fields
 from logwarden.app.parse.timestamps import MONTHS, YearGuesser, micros, parse_iso
 
 # host: no brackets and not ending in ':' (else it is a tag: "sshd[1]: …" has no host)
@@ -79,8 +80,9 @@ class SyslogParser:
         if ts is None:  # Feb 30, 25:00: not a real syslog header
             return None
         fields = _fields(program, pid)
-        return new_event(line, "syslog", ts=ts, host=host, program=program, message=_unfold(message, fields),
-                         fields=fields)
+        message = _unfold(message, fields)
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
+                         fields=add_message_fields(fields, program, message))
 
     def _parse_iso(self, line: LogLine) -> Event | None:
         match = _ISO_HEAD.match(line.text)
@@ -91,8 +93,9 @@ class SyslogParser:
         if ts is None:
             return None
         fields = _fields(program, pid)
-        return new_event(line, "syslog", ts=ts, host=host, program=program, message=_unfold(message, fields),
-                         fields=fields)
+        message = _unfold(message, fields)
+        return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
+                         fields=add_message_fields(fields, program, message))
 
 
 def _nil(value: str) -> str | None:
@@ -119,5 +122,6 @@ class Rfc5424Parser:
         fields = _fields(program, procid if procid.isdigit() else None)
         fields.update(app_name=program, msgid=_nil(msgid), structured_data=_nil(sd))
         message = (message or "").removeprefix("\ufeff")
+        fields = {k: v for k, v in fields.items() if v is not None} | structured_data_fields(_nil(sd))
         return new_event(line, "rfc5424", ts=ts, host=_nil(host), program=program,
-                         message=message, fields={k: v for k, v in fields.items() if v is not None})
+                         message=message, fields=add_message_fields(fields, program, message))

@@ -101,7 +101,26 @@ def _indicators_and_techniques(r: RiskRecord) -> None:
         if not r.techniques:
             st.caption("none")
         st.subheader("Rules that fired")
-        st.text(", ".join(r.detections) or "none")
+        _rules(r.detections)
+
+
+def _rules(rule_ids: list[str]) -> None:
+    """Each rule's title and level, with its author's references and known false positives."""
+    if not rule_ids:
+        st.caption("none")
+        return
+    from logwarden.app.detect import describe_rules
+
+    for rule in describe_rules(rule_ids):
+        level = f" [{rule['level']}]" if rule["level"] else ""
+        with st.expander(f"{rule['title']}{level} — {rule['id']}"):
+            if rule["description"]:
+                st.text(rule["description"])
+            if rule["falsepositives"]:
+                st.markdown("**False positives:** " + "; ".join(escape_markdown(f, one_line=True)
+                                                             for f in rule["falsepositives"]))
+            for link in rule["references"]:
+                st.markdown(f"- {escape_markdown(link, one_line=True)}")
 
 
 def _provenance(r: RiskRecord) -> None:
