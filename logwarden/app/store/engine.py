@@ -72,14 +72,18 @@ def make_engine(url_text: str, *, readonly: bool = False) -> Engine:
 
 
 def _readonly_sqlite(url: URL) -> URL:
-    """The same file opened read-only through SQLite's URI syntax; it must exist."""
+    """The same file opened read-only through SQLite's URI syntax; it must exist. Without a WAL
+    file beside it (no writer has it open) it is opened `immutable`, so that SQLite does not
+    create its -wal/-shm companions either."""
     path = sqlite_file(url)
     if path is None:
         return url
     if not path.is_file():
         raise StoreInputError(f"No database at {path}: nothing to show. It is created by "
                               "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
-    return url.set(database=f"file:{path.resolve()}", query={**url.query, "mode": "ro", "uri": "true"})
+    quiet = not path.with_name(path.name + "-wal").exists()
+    mode = {"immutable": "1"} if quiet else {"mode": "ro"}
+    return url.set(database=f"file:{path.resolve()}", query={**url.query, **mode, "uri": "true"})
 
 
 def _engine_kwargs(url: URL) -> dict[str, Any]:

@@ -58,10 +58,12 @@ class Transaction:
         return len(dicts)
 
     def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
-                   format: str | None = None, miner_state: str | None = None,
+                   format: str | None = None, miner_state: str | bytes | None = None,
                    fingerprint: str | None = None, fingerprint_len: int = 0) -> None:
         """Record how far generation `generation` of `path` was read, and the fingerprint of what
         was read. `format`/`miner_state`/`fingerprint` of None keep the stored value."""
+        if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
+            miner_state = miner_state.decode("ascii")
         row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
                                "line_no": line_no, "updated_at": utc_now(), "format": format,
                                "miner_state": miner_state, "fingerprint": fingerprint,
