@@ -14,25 +14,8 @@ import pytest
 from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.watch import Watcher
-
-
-def sshd_line(i: int) -> str:
-    return (f"Mar  1 10:{(i // 60) % 60:02d}:{i % 60:02d} web01 sshd[{1000 + i}]: Failed password for invalid user "
-            f"u{i} from 203.0.113.{i % 3 + 1} port {30000 + i} ssh2\n")
-
-
-def append(path: Path, start: int, n: int) -> int:
-    with open(path, "a") as fh:
-        fh.writelines(sshd_line(i) for i in range(start, start + n))
-    return start + n
-
-
-def accounted(store, source: Path, inode: int | None = None) -> list[tuple[int, int]]:
-    return sorted((w.line_start, w.line_end) for w in store.list_windows(source=str(source), inode=inode))
-
-
-def covered(spans: list[tuple[int, int]]) -> list[int]:
-    return [n for a, b in spans for n in range(a, b + 1)]
+from tests._watch_helpers import append, covered
+from tests._watch_helpers import spans as accounted
 
 
 @pytest.fixture()

@@ -254,7 +254,8 @@ class Pipeline:
         source_state = dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
                             line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
                             fingerprint=fingerprint.digest if fingerprint else None,
-                            fingerprint_len=fingerprint.length if fingerprint else 0)
+                            fingerprint_len=fingerprint.length if fingerprint else 0,
+                            fingerprint_prefix=fingerprint.prefix if fingerprint else None)
         self._commit(source_state)
         return fmt
 

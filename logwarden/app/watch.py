@@ -35,6 +35,7 @@ from watchdog.observers import Observer
 from logwarden.errors import InputError
 from logwarden.app.ingest import (
     Fingerprint, TailRead, fingerprint_of, identify, is_compressed, iter_files, key_of, next_generation, read_head,
+    undecided,
 )
 from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.pipeline import Pipeline
@@ -45,6 +46,7 @@ SCAN_INTERVAL_S = 1.0
 READ_BATCHES = 4  # one read takes at most this many batches' worth of lines (bounded memory)
 
 FileId = tuple[int, int]  # (st_dev, st_ino): inodes are unique per device only
+Look = tuple[int, int]  # (st_size, st_mtime_ns): has the file changed since the last look?
 Key = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
 
 
@@ -91,7 +93,7 @@ class Tail:
         fp = self.fingerprint
         return SourceState(path=self.source, inode=self.inode, generation=self.generation, offset=self.offset,
                            line_no=self.next_line - 1, format=self.fmt, fingerprint=fp.digest if fp else None,
-                           fingerprint_len=fp.length if fp else 0)
+                           fingerprint_len=fp.length if fp else 0, fingerprint_prefix=fp.prefix if fp else None)
 
 
 class _Batch(list):
@@ -155,6 +157,7 @@ class Watcher:
         watched = [Path(p) for p in store.watched_folders()]
         self._new_folders = [f for f in self.folders if not any(f.is_relative_to(w) for w in watched)]
         self._present_at_start: list[Tail] = []
+        self._settling: dict[FileId, tuple[Look, float]] = {}  # files not identified yet: last look, since
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -205,11 +208,14 @@ class Watcher:
         here = {file_id for _, file_id, _ in present}
         for file_id in [f for f in self.tails if f not in here]:
             self._drop(self.tails.pop(file_id))
-        for path, file_id, size in present:
+        self._settling = {f: v for f, v in self._settling.items() if f in here}
+        now = time.monotonic()
+        for path, file_id, look in present:
             tail = self.tails.get(file_id)
             if tail is None:
-                tail = self._discover(path, file_id, size)
+                tail = self._discover(path, file_id, look, now)
                 if tail is not None:
+                    tail.seen, tail.last_growth = self._settling.pop(file_id, (None, now))  # quiet since
                     self.tails[file_id] = tail
             elif tail.path != path:
                 log.info("%s rotated to %s; draining it", tail.path, path)
@@ -218,7 +224,7 @@ class Watcher:
             self._remember_first_watch()
             self._first_scan = False
 
-    def _present(self) -> Iterator[tuple[Path, FileId, int]]:
+    def _present(self) -> Iterator[tuple[Path, FileId, Look]]:
         """Regular files in the folders, oldest rotated file first."""
         try:
             found = list(iter_files(self.folders))
@@ -231,16 +237,24 @@ class Watcher:
                 st = item.stat()
             except OSError:
                 continue
-            yield item, (st.st_dev, st.st_ino), st.st_size
+            yield item, (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns)
 
-    def _discover(self, path: Path, file_id: FileId, size: int) -> Tail | None:
-        """A file not followed yet: the continuation of a known source, or a new one. None while it
-        is a copy of a file still being followed (logrotate's copy before it truncates)."""
-        head = read_head(path) or b""
+    def _discover(self, path: Path, file_id: FileId, look: Look, now: float) -> Tail | None:
+        """A file not followed yet: the continuation of a known source, or a new one. None (ask
+        again at the next scan) while it cannot be told yet: a compressed file or a copy still
+        being written, a new file's first bytes, or a copy of a file still being followed
+        (logrotate's copy before it truncates)."""
+        head = read_head(path)
         compressed = is_compressed(path)
-        found = identify(self._known.values(), path=path, inode=file_id[1], size=size, head=head,
+        quiet = self._quiet(file_id, look, now) or (self._first_scan and self._in_new_folder(path))
+        if not quiet and (head is None or compressed):
+            return None
+        head = head or b""
+        found = identify(self._known.values(), path=path, inode=file_id[1], size=look[0], head=head,
                          compressed=compressed)
         if found is None:
+            if not quiet and undecided(self._known.values(), head):
+                return None
             return self._new_tail(path, file_id, compressed)
         if key_of(found) in {t.key for t in self.tails.values()}:
             return None
@@ -252,11 +266,22 @@ class Watcher:
         inode = file_id[1]
         generation = next_generation(self._known.values(), str(path), inode)
         tail = Tail(str(path), inode, generation, path, file_id, 0, 1, compressed=compressed)
-        if self._first_scan and not self.from_start and any(path.is_relative_to(f) for f in self._new_folders):
+        if self._first_scan and not self.from_start and self._in_new_folder(path):
             tail.offset, tail.next_line, tail.fingerprint = _end_of(path)
             self._present_at_start.append(tail)
         self._known[tail.key] = tail.state()
         return tail
+
+    def _quiet(self, file_id: FileId, look: Look, now: float) -> bool:
+        """Unchanged for the quiet time (`partial_timeout_s`) since it was first looked at so?"""
+        first = self._settling.get(file_id)
+        if first is None or first[0] != look:
+            self._settling[file_id] = (look, now)
+            return False
+        return now - first[1] >= self.partial_timeout_s
+
+    def _in_new_folder(self, path: Path) -> bool:
+        return any(path.is_relative_to(folder) for folder in self._new_folders)
 
     def _remember_first_watch(self) -> None:
         """The folders are now watched, and where the files present in them were tailed from (one
@@ -267,7 +292,7 @@ class Watcher:
                 state = tail.state()
                 tx.set_source(state.path, state.inode, generation=state.generation, offset=state.offset,
                               line_no=state.line_no, fingerprint=state.fingerprint,
-                              fingerprint_len=state.fingerprint_len)
+                              fingerprint_len=state.fingerprint_len, fingerprint_prefix=state.fingerprint_prefix)
         self._new_folders, self._present_at_start = [], []
 
     def _drop(self, tail: Tail) -> None:
@@ -292,6 +317,10 @@ class Watcher:
         reader = TailRead(tail.path, start_offset=start, start_line=start_line,
                           final_partial=quiet or tail.compressed, expect=expected if start else None)
         lines, errors, tail.behind = self._take(reader)
+        if reader.missing:
+            return  # renamed or deleted between the look and the read: the next scan knows where it went
+        if reader.short and not self._own_file(tail):
+            return  # a copy still being written: nothing new in it yet
         if reader.changed:
             self._restart(tail, now)
             return
@@ -322,19 +351,25 @@ class Watcher:
 
     def _restart(self, tail: Tail, now: float) -> None:
         """The file no longer holds what was read: a new generation of its source from line 1 when
-        it is still at the source's own path (copytruncate, a recreated file), else forget it and
-        let the next scan say what it is."""
+        it is the source's own file, at its path with its inode (copytruncate, a file recreated on
+        a reused inode), else forget it and let the next scan say what it is."""
         if tail.pending:
             self._analyse(tail)
         self.tails.pop(tail.file_id, None)
-        if str(tail.path) != tail.source or tail.compressed:
-            return
+        if not self._own_file(tail):
+            return  # another file (a copy or a continuation had this inode, now reused): a new source
         log.info("%s was truncated or replaced: reading it from line 1", tail.path)
         new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
                    tail.path, tail.file_id, 0, 1)
         self._known[new.key] = new.state()
         self.tails[tail.file_id] = new
         self._read(new, now)
+
+    @staticmethod
+    def _own_file(tail: Tail) -> bool:
+        """Is the tail reading its source's own file (first path, first inode), not a copy or a
+        compressed continuation?"""
+        return str(tail.path) == tail.source and tail.file_id[1] == tail.inode and not tail.compressed
 
     def _analyse(self, tail: Tail) -> None:
         batch = _Batch(tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint)

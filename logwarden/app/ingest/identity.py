@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 FINGERPRINT_BYTES = 4096
+PREFIX_BYTES = 64  # a second, short fingerprint: tells a new file from a copy being written at once
 # What a damaged compressed stream raises mid-read (BadGzipFile is an OSError).
 _READ_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
 EVTX_HEADER_BYTES = 4096 + 512  # the file header and the first chunk's header change as events are added
@@ -33,6 +34,7 @@ EVTX_HEADER_BYTES = 4096 + 512  # the file header and the first chunk's header c
 class Fingerprint:
     length: int  # bytes hashed
     digest: str  # sha256 hex
+    prefix: str | None = None  # sha256 hex of the first PREFIX_BYTES (None when shorter)
 
     @classmethod
     def of(cls, head: bytes, consumed: int) -> Fingerprint | None:
@@ -40,10 +42,23 @@ class Fingerprint:
         length = min(len(head), consumed, FINGERPRINT_BYTES)
         if length <= 0:
             return None
-        return cls(length, hashlib.sha256(head[:length]).hexdigest())
+        prefix = _sha(head[:PREFIX_BYTES]) if length >= PREFIX_BYTES else None
+        return cls(length, _sha(head[:length]), prefix)
 
     def matches(self, head: bytes) -> bool:
-        return len(head) >= self.length and hashlib.sha256(head[:self.length]).hexdigest() == self.digest
+        return len(head) >= self.length and _sha(head[:self.length]) == self.digest
+
+    def may_grow_into(self, head: bytes) -> bool:
+        """Could a file with this (shorter) head still turn out to have this fingerprint?"""
+        if len(head) >= self.length:
+            return False  # decidable now: `matches` says
+        if self.prefix is None or len(head) < PREFIX_BYTES:
+            return True
+        return _sha(head[:PREFIX_BYTES]) == self.prefix
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 class Known(Protocol):
@@ -55,6 +70,7 @@ class Known(Protocol):
     offset: int
     fingerprint: str | None
     fingerprint_len: int
+    fingerprint_prefix: str | None
 
 
 def key_of(known: Known) -> tuple[str, int, int]:
@@ -64,13 +80,15 @@ def key_of(known: Known) -> tuple[str, int, int]:
 def fingerprint_of(known: Known) -> Fingerprint | None:
     if not known.fingerprint or known.fingerprint_len <= 0:
         return None
-    return Fingerprint(known.fingerprint_len, known.fingerprint)
+    return Fingerprint(known.fingerprint_len, known.fingerprint, known.fingerprint_prefix)
 
 
 def continues(known: Known, *, path: Path, inode: int, size: int, head: bytes, compressed: bool) -> bool:
-    """Does this file hold `known`'s content, so that reading may go on from `known.offset`?"""
-    if not compressed and size < known.offset:
-        return False  # shorter than what was read: truncated, or another file
+    """Does this file hold `known`'s content, so that reading may go on from `known.offset`?
+    A copy may be shorter than what was read (still being written, or a prefix): it continues
+    with nothing new to read yet. The same file shorter than what was read was truncated."""
+    if inode == known.inode and not compressed and size < known.offset:
+        return False
     fingerprint = fingerprint_of(known)
     if fingerprint is not None:
         return fingerprint.matches(head)
@@ -88,6 +106,13 @@ def identify(known: Iterable[Known], *, path: Path, inode: int, size: int, head:
         return None
     return max(matches, key=lambda k: (k.path == str(path) and k.inode == inode, k.inode == inode,
                                        k.fingerprint_len, k.generation))
+
+
+def undecided(known: Iterable[Known], head: bytes) -> bool:
+    """A head shorter than a known fingerprint whose first bytes it shares cannot rule that source
+    out: a copy (or a compressed file) still being written, or a new file's first bytes. Wait
+    for more, or for quiet. A head whose first 64 bytes differ is decided at once."""
+    return any(fp.may_grow_into(head) for fp in map(fingerprint_of, known) if fp is not None)
 
 
 def next_generation(known: Iterable[Known], path: str, inode: int) -> int:

@@ -111,7 +111,8 @@ class TailRead:
     number the next line will get: exactly what a tailer persists to resume without loss or dup.
     `fingerprint` identifies what was read (see `identity`). With `expect` (the fingerprint
     stored with `start_offset`), a file whose head no longer has it, or that is shorter than
-    `start_offset`, is not read: `changed` is set instead (copytruncate, or another file).
+    `start_offset`, is not read: `changed` is set instead (copytruncate, another file, or a copy
+    still being written: `short` says it is only shorter).
     `held_back` says an unterminated last line was left for later (`final_partial=False`).
     """
 
@@ -130,8 +131,10 @@ class TailRead:
         self.head = b""
         self.compressed = False
         self.changed = False
+        self.short = False
         self.held_back = False
         self.truncated_lines = 0
+        self.missing = False  # gone when it was opened (renamed or deleted a moment before)
         self._evtx = False
 
     @property
@@ -144,6 +147,7 @@ class TailRead:
         try:
             raw = open(self.path, "rb")  # noqa: SIM115 - closed below, also when damaged
         except OSError as exc:
+            self.missing = isinstance(exc, FileNotFoundError)
             yield self._error(None, _open_failure(exc))
             return
         with raw:
@@ -188,9 +192,10 @@ class TailRead:
         if self.compressed or self._evtx:
             return False
         try:
-            return os.fstat(stream.fileno()).st_size < self.start_offset
+            self.short = os.fstat(stream.fileno()).st_size < self.start_offset
         except (OSError, AttributeError, io.UnsupportedOperation):
             return False
+        return self.short
 
     def _lines(self, splitter: _LineSplitter) -> Iterator[LogLine]:
         for offset, line_no, text, dropped, terminated in splitter:

@@ -96,6 +96,7 @@ def _sources_v2(md: MetaData, name: str = "sources") -> Table:
         Column("offset", BigInteger, nullable=False), Column("line_no", BigInteger, nullable=False),
         Column("format", String(40)), Column("miner_state", Text),
         Column("fingerprint", String(64)), Column("fingerprint_len", Integer, nullable=False),
+        Column("fingerprint_prefix", String(64)),
         Column("updated_at", DateTime, nullable=False))
 
 

@@ -58,6 +58,7 @@ class Source(Base):
     miner_state: Mapped[str | None] = mapped_column(Text)
     fingerprint: Mapped[str | None] = mapped_column(String(64))
     fingerprint_len: Mapped[int] = mapped_column(default=0)
+    fingerprint_prefix: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime]
 
 

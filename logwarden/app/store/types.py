@@ -29,6 +29,7 @@ class SourceState:
     generation: int = 0
     fingerprint: str | None = None
     fingerprint_len: int = 0
+    fingerprint_prefix: str | None = None
 
 
 @dataclass(slots=True)

@@ -59,7 +59,8 @@ class Transaction:
 
     def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
                    format: str | None = None, miner_state: str | bytes | None = None,
-                   fingerprint: str | None = None, fingerprint_len: int = 0) -> None:
+                   fingerprint: str | None = None, fingerprint_len: int = 0,
+                   fingerprint_prefix: str | None = None) -> None:
         """Record how far generation `generation` of `path` was read, and the fingerprint of what
         was read. `format`/`miner_state`/`fingerprint` of None keep the stored value."""
         if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
@@ -67,9 +68,9 @@ class Transaction:
         row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
                                "line_no": line_no, "updated_at": utc_now(), "format": format,
                                "miner_state": miner_state, "fingerprint": fingerprint,
-                               "fingerprint_len": fingerprint_len}
-        keep = tuple(name for name in ("format", "miner_state", "fingerprint") if row[name] is None)
-        keep += ("fingerprint_len",) if fingerprint is None else ()
+                               "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix}
+        keep = tuple(name for name in ("format", "miner_state") if row[name] is None)
+        keep += ("fingerprint", "fingerprint_len", "fingerprint_prefix") if fingerprint is None else ()
         _upsert(self.conn, Source.__table__, [row], keys=("path", "inode", "generation"), keep=keep)
 
     def add_watched_folders(self, paths: Sequence[str]) -> None:
