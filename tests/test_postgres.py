@@ -55,9 +55,9 @@ def test_ui_pages_render_from_postgresql(tmp_path, monkeypatch, pg_url, page):
         assert records == str(store.count_records()) and store.count_records() > 0
 
 
-def _watch(folder: Path, db: str) -> subprocess.Popen:
+def _watch(folder: Path, db: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "logwarden.app.cli", "watch", str(folder), "--rules-only",
-                             "--from-start", "--max-delay-ms", "50", "--max-batch", "40", "--db", db],
+                             "--max-delay-ms", "50", "--max-batch", "40", "--db", db, *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -66,7 +66,7 @@ def test_several_watchers_write_one_database_at_once(tmp_path, pg_url):
     for folder in folders:
         folder.mkdir()
     open_store(pg_url).close()  # migrated once; the watchers then start together
-    watchers = [_watch(folder, pg_url) for folder in folders]
+    watchers = [_watch(folder, pg_url, "--from-start") for folder in folders]
     written = [0, 0, 0]
 
     def write(i: int) -> None:
@@ -85,7 +85,7 @@ def test_several_watchers_write_one_database_at_once(tmp_path, pg_url):
     watchers[0].wait(timeout=30)
     for thread in writers:
         thread.join()
-    watchers[0] = _watch(folders[0], pg_url)  # … and comes back
+    watchers[0] = _watch(folders[0], pg_url, "--from-start")  # … and comes back
     deadline = time.time() + 120
     while time.time() < deadline and any(len(covered(spans(store, f / "auth.log"))) < n
                                          for f, n in zip(folders, written)):
@@ -100,3 +100,29 @@ def test_several_watchers_write_one_database_at_once(tmp_path, pg_url):
     assert ids and len(ids) == len(set(ids))
     statuses = sorted(run.status for run in store.list_runs())
     assert statuses == ["aborted", "stopped", "stopped", "stopped"]  # the killed run, seen by its successor
+
+
+def test_hosts_with_the_same_paths_keep_their_own_sources(tmp_path, pg_url):
+    """Every host has a /var/log/auth.log: named by node, each host's watcher follows its own file
+    (here: two nodes follow one folder, as two hosts with identical paths would)."""
+    folder = tmp_path / "log"
+    folder.mkdir()
+    log = folder / "auth.log"
+    append(log, 0, 50)  # there before either watcher: both tail it from its end
+    store = open_store(pg_url)
+    nodes = ("web01", "web02")
+    watchers = [_watch(folder, pg_url, "--node", node) for node in nodes]
+    started = time.time()
+    while len(store.watched_folders()) < 2 and time.time() < started + 60:
+        time.sleep(0.1)
+    append(log, 50, 30)
+    while time.time() < started + 120 and any(len(covered(spans(store, f"{n}:{log}"))) < 30 for n in nodes):
+        time.sleep(0.2)
+    for child in watchers:
+        child.send_signal(signal.SIGTERM)
+    for child in watchers:
+        assert child.wait(timeout=60) == 0, child.stderr.read().decode()[-2000:]
+    for node in nodes:
+        assert covered(spans(store, f"{node}:{log}")) == list(range(51, 81))
+    assert store.watched_folders() == [f"{node}:{folder}" for node in nodes]
+    assert {r.source for r in store.query_records(limit=1000)} == {f"{node}:{log}" for node in nodes}

@@ -24,7 +24,7 @@ from logwarden.app.digest import build_digest
 from logwarden.errors import LogwardenError
 from logwarden.app.ingest import (
     DEFAULT_MAX_LINE_BYTES, Fingerprint, TailRead, fingerprint_of, identify, is_compressed, is_rotated_name,
-    iter_files, next_generation, read_head,
+    iter_files, next_generation, read_head, source_name,
 )
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import ErrorRow, Event, LogLine, Signal
@@ -65,6 +65,8 @@ class RunOptions:
     # Files nothing is appended to any more: an unterminated last line is a line, not a line being
     # written (compressed and rotated files are final anyway).
     final: bool = False
+    # Sources are named NODE:/path in a store shared by several hosts (None: the path alone).
+    node: str | None = None
     # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
@@ -214,15 +216,15 @@ class Pipeline:
         generation when it still is the same file (re-analysis replaces its rows), else a new one."""
         inode, size, compressed = _inode(path), _size(path), is_compressed(path)
         head = read_head(path) or b""
-        known = self.store.list_sources(under=[path.parent])
-        candidates = known if self.options.resume else [k for k in known if (k.path, k.inode) == (str(path), inode)]
-        found = identify(candidates, path=path, inode=inode, size=size, head=head, compressed=compressed)
+        name = source_name(path, self.options.node)
+        known = self.store.list_sources(under=[source_name(path.parent, self.options.node)])
+        candidates = known if self.options.resume else [k for k in known if (k.path, k.inode) == (name, inode)]
+        found = identify(candidates, name=name, inode=inode, size=size, head=head, compressed=compressed)
         if found is not None and self.options.resume:
             return found
         if found is not None:
             return dataclasses.replace(found, offset=0, line_no=0, format=None)
-        return SourceState(path=str(path), inode=inode, offset=0, line_no=0,
-                           generation=next_generation(known, str(path), inode))
+        return SourceState(path=name, inode=inode, offset=0, line_no=0, generation=next_generation(known, name, inode))
 
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
                 reference_time: datetime | None = None, fmt: str | None = None) -> str:

@@ -35,7 +35,7 @@ from watchdog.observers import Observer
 from logwarden.errors import InputError
 from logwarden.app.ingest import (
     Fingerprint, TailRead, fingerprint_of, identify, is_compressed, iter_files, key_of, next_generation, read_head,
-    undecided,
+    source_name, undecided,
 )
 from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.pipeline import Pipeline
@@ -135,7 +135,7 @@ class _Wake(FileSystemEventHandler):
 class Watcher:
     def __init__(self, folders: Sequence[str | Path], pipeline: Pipeline, *, max_batch: int = 500,
                  max_delay_ms: int = 2000, partial_timeout_s: float = 5.0, from_start: bool = False,
-                 status: Callable[[str], None] | None = None):
+                 status: Callable[[str], None] | None = None, node: str | None = None):
         self.folders = [Path(os.path.abspath(f)) for f in folders]
         for folder in self.folders:
             if not folder.is_dir():
@@ -146,6 +146,7 @@ class Watcher:
         self.partial_timeout_s = partial_timeout_s
         self.from_start = from_start
         self.status = status
+        self.node = node  # sources are called NODE:/path (a store shared by several hosts)
         self.stats = WatchStats()
         self.tails: dict[FileId, Tail] = {}
         self._stop = threading.Event()
@@ -153,9 +154,11 @@ class Watcher:
         self._first_scan = True
         store = pipeline.store
         # What this store has read in these folders (any generation), kept current as batches commit.
-        self._known: dict[Key, SourceState] = {key_of(s): s for s in store.list_sources(under=self.folders)}
+        named = [self._name(f) for f in self.folders]
+        self._known: dict[Key, SourceState] = {key_of(s): s for s in store.list_sources(under=named)}
         watched = [Path(p) for p in store.watched_folders()]
-        self._new_folders = [f for f in self.folders if not any(f.is_relative_to(w) for w in watched)]
+        self._new_folders = [f for f in self.folders
+                             if not any(Path(self._name(f)).is_relative_to(w) for w in watched)]
         self._present_at_start: list[Tail] = []
         self._settling: dict[FileId, tuple[Look, float]] = {}  # files not identified yet: last look, since
 
@@ -250,7 +253,7 @@ class Watcher:
         if not quiet and (head is None or compressed):
             return None
         head = head or b""
-        found = identify(self._known.values(), path=path, inode=file_id[1], size=look[0], head=head,
+        found = identify(self._known.values(), name=self._name(path), inode=file_id[1], size=look[0], head=head,
                          compressed=compressed)
         if found is None:
             if not quiet and undecided(self._known.values(), head):
@@ -264,8 +267,9 @@ class Watcher:
 
     def _new_tail(self, path: Path, file_id: FileId, compressed: bool) -> Tail:
         inode = file_id[1]
-        generation = next_generation(self._known.values(), str(path), inode)
-        tail = Tail(str(path), inode, generation, path, file_id, 0, 1, compressed=compressed)
+        name = self._name(path)
+        tail = Tail(name, inode, next_generation(self._known.values(), name, inode), path, file_id, 0, 1,
+                    compressed=compressed)
         if self._first_scan and not self.from_start and self._in_new_folder(path):
             tail.offset, tail.next_line, tail.fingerprint = _end_of(path)
             self._present_at_start.append(tail)
@@ -280,6 +284,9 @@ class Watcher:
             return False
         return now - first[1] >= self.partial_timeout_s
 
+    def _name(self, path: Path) -> str:
+        return source_name(path, self.node)
+
     def _in_new_folder(self, path: Path) -> bool:
         return any(path.is_relative_to(folder) for folder in self._new_folders)
 
@@ -287,7 +294,7 @@ class Watcher:
         """The folders are now watched, and where the files present in them were tailed from (one
         transaction: a crash before it simply makes the next start the first one again)."""
         with self.pipeline.store.transaction() as tx:
-            tx.add_watched_folders([str(f) for f in self._new_folders])
+            tx.add_watched_folders([self._name(f) for f in self._new_folders])
             for tail in self._present_at_start:
                 state = tail.state()
                 tx.set_source(state.path, state.inode, generation=state.generation, offset=state.offset,
@@ -365,11 +372,10 @@ class Watcher:
         self.tails[tail.file_id] = new
         self._read(new, now)
 
-    @staticmethod
-    def _own_file(tail: Tail) -> bool:
+    def _own_file(self, tail: Tail) -> bool:
         """Is the tail reading its source's own file (first path, first inode), not a copy or a
         compressed continuation?"""
-        return str(tail.path) == tail.source and tail.file_id[1] == tail.inode and not tail.compressed
+        return self._name(tail.path) == tail.source and tail.file_id[1] == tail.inode and not tail.compressed
 
     def _analyse(self, tail: Tail) -> None:
         batch = _Batch(tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint)

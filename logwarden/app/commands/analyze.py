@@ -39,6 +39,8 @@ from logwarden.schemas import RISK_LEVELS
               help="CUDA: feed the model the largest batches that fit in free GPU memory (no effect on CPU).")
 @click.option("--resume", is_flag=True,
               help="Continue each file where an earlier run stopped (a rotated or compressed file by its content).")
+@click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
+              "(default: LOGWARDEN_NODE, else the path alone).")
 @click.option("--final", is_flag=True,
               help="The files are complete: read an unterminated last line too (by default it is held back "
                    "for --resume, unless the file is compressed or rotated).")
@@ -49,14 +51,14 @@ from logwarden.schemas import RISK_LEVELS
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, final, export_format, export_out,
-            db_url, as_json, **engine_kw):
+def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, node, final, export_format,
+            export_out, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     settings = get_settings()
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions(rules_only=rules_only, llm_policy=llm_policy, max_batch=engine_opts.max_batch,
-                         include=include, exclude=exclude, resume=resume, final=final,
+                         include=include, exclude=exclude, resume=resume, final=final, node=node or settings.node,
                          window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                          prompt_token_budget=settings.prompt_token_budget, max_new_tokens=settings.max_new_tokens)
     store = open_store_from(db_url)

@@ -8,7 +8,8 @@ source it was; a truncated one is a new generation). Knows nothing about log for
 
 from logwarden.app.ingest.files import is_rotated_name, iter_files, rotation_sort_key
 from logwarden.app.ingest.identity import (
-    FINGERPRINT_BYTES, Fingerprint, fingerprint_of, identify, key_of, next_generation, read_head, undecided,
+    FINGERPRINT_BYTES, Fingerprint, fingerprint_of, identify, key_of, next_generation, read_head, source_name,
+    undecided,
 )
 from logwarden.app.ingest.reader import (
     DEFAULT_MAX_LINE_BYTES,
@@ -23,5 +24,5 @@ from logwarden.app.ingest.reader import (
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
     "is_compressed", "is_rotated_name", "iter_files", "key_of", "next_generation", "read_complete_lines",
-    "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "undecided",
+    "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
 ]

@@ -9,8 +9,11 @@ keep the head, so they continue where reading stopped. Same path and inode but a
 (copytruncate, or a deleted file whose inode was reused) is a new *generation* of that source,
 read from line 1. Inodes alone lie: they are reused, and a compressed or copied file has a new one.
 
-Owns: fingerprints, reading a file's head, and the matching rule. Knows nothing about where
-known sources are stored (they come in as `Known` objects) or how files are followed.
+A source's *name* is its path when first seen, prefixed with a node name (`web01:/var/log/auth.log`)
+when one is set: in a store shared by several hosts the same path is another file on each.
+
+Owns: source names, fingerprints, reading a file's head, and the matching rule. Knows nothing
+about where known sources are stored (they come in as `Known` objects) or how files are followed.
 """
 
 from __future__ import annotations
@@ -83,7 +86,12 @@ def fingerprint_of(known: Known) -> Fingerprint | None:
     return Fingerprint(known.fingerprint_len, known.fingerprint, known.fingerprint_prefix)
 
 
-def continues(known: Known, *, path: Path, inode: int, size: int, head: bytes, compressed: bool) -> bool:
+def source_name(path: Path | str, node: str | None = None) -> str:
+    """What a file at `path` is called as a source: its path, on `node` when one is set."""
+    return f"{node}:{path}" if node else str(path)
+
+
+def continues(known: Known, *, inode: int, size: int, head: bytes, compressed: bool) -> bool:
     """Does this file hold `known`'s content, so that reading may go on from `known.offset`?
     A copy may be shorter than what was read (still being written, or a prefix): it continues
     with nothing new to read yet. The same file shorter than what was read was truncated."""
@@ -96,15 +104,15 @@ def continues(known: Known, *, path: Path, inode: int, size: int, head: bytes, c
     return known.inode == inode
 
 
-def identify(known: Iterable[Known], *, path: Path, inode: int, size: int, head: bytes,
+def identify(known: Iterable[Known], *, name: str, inode: int, size: int, head: bytes,
              compressed: bool) -> Known | None:
-    """The known source this file continues, or None for a new file. Prefers, in order: the same
-    path and inode, the same inode (renamed), then the longest fingerprint (the closest match)."""
-    matches = [k for k in known if continues(k, path=path, inode=inode, size=size, head=head,
-                                              compressed=compressed)]
+    """The known source a file continues, or None for a new file; `name` is what the file would be
+    called as a new source (`source_name`). Prefers, in order: the same name and inode, the same
+    inode (renamed), then the longest fingerprint (the closest match)."""
+    matches = [k for k in known if continues(k, inode=inode, size=size, head=head, compressed=compressed)]
     if not matches:
         return None
-    return max(matches, key=lambda k: (k.path == str(path) and k.inode == inode, k.inode == inode,
+    return max(matches, key=lambda k: (k.path == name and k.inode == inode, k.inode == inode,
                                        k.fingerprint_len, k.generation))
 
 
@@ -115,9 +123,9 @@ def undecided(known: Iterable[Known], head: bytes) -> bool:
     return any(fp.may_grow_into(head) for fp in map(fingerprint_of, known) if fp is not None)
 
 
-def next_generation(known: Iterable[Known], path: str, inode: int) -> int:
-    """The generation a new file at (path, inode) gets: one more than any remembered there."""
-    return 1 + max((k.generation for k in known if k.path == path and k.inode == inode), default=-1)
+def next_generation(known: Iterable[Known], name: str, inode: int) -> int:
+    """The generation a new file named `name` with `inode` gets: one more than any remembered."""
+    return 1 + max((k.generation for k in known if k.path == name and k.inode == inode), default=-1)
 
 
 def read_head(path: Path) -> bytes | None:
