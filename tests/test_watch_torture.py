@@ -9,7 +9,7 @@ Every line carries its stream (one file content from creation or truncation on) 
 number (`s<stream>n<line>`), so any record's evidence can be checked against the truth.
 
 Seeds: LOGWARDEN_TORTURE_SEEDS ("1", "1-20", "3,7"); seconds of mayhem per seed:
-LOGWARDEN_TORTURE_SECONDS (default 40). The numbers of each run are printed (pytest -s) and, with
+LOGWARDEN_TORTURE_SECONDS (default 25). The numbers of each run are printed (pytest -s) and, with
 LOGWARDEN_TORTURE_REPORT=FILE, appended to FILE as JSON lines.
 """
 
@@ -376,7 +376,7 @@ def test_nothing_lost_nothing_doubled_under_kills_rotation_and_hostile_lines(tmp
         request.getfixturevalue("pg_cluster").create_database()
     torture = Torture(seed, tmp_path / "logs", db, tmp_path)
     try:
-        torture.mayhem(float(os.environ.get("LOGWARDEN_TORTURE_SECONDS", "40")))
+        torture.mayhem(float(os.environ.get("LOGWARDEN_TORTURE_SECONDS", "25")))
         torture.settle()
     finally:
         if torture.child is not None:
