@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from logwarden.app.cli import main as cli
 from logwarden.app.store import open_store
-from tests._watch_helpers import append, covered, gzip_file, spans, sshd_line
+from tests._watch_helpers import append, copytruncate, covered, gzip_file, spans, sshd_line
 
 
 def analyze(db: str, *paths: Path, extra: tuple[str, ...] = ()) -> dict:
@@ -85,3 +85,22 @@ def test_final_files_keep_their_unterminated_last_line(tmp_path, db):
     assert analyze(db, rotated)["metrics"]["lines"] == 10  # a rotated file is final
     archive = gzip_file(rotated)
     assert analyze(f"sqlite:///{tmp_path / 'other.db'}", archive)["metrics"]["lines"] == 10
+
+
+def test_resume_after_copytruncate_drains_the_copy_and_restarts_the_file_at_line_1(tmp_path, db):
+    log = tmp_path / "app.log"
+    n = append(log, 0, 50)
+    analyze(db, log, extra=("--resume",))
+    n = append(log, n, 8)  # not yet read when logrotate copies and truncates
+    copy = tmp_path / "app.log.1"
+    copytruncate(log, copy)
+    append(log, 900, 20)
+    again = analyze(db, copy, log, extra=("--resume",))
+    assert again["metrics"]["lines"] == 28  # the copy's 8 unread lines + the 20 new ones
+    store = open_store(db)
+    assert covered(spans(store, log)) == sorted(list(range(1, n + 1)) + list(range(1, 21)))
+    assert spans(store, copy) == []
+    for record in store.query_records(limit=1000):
+        for line in record.evidence.exemplars:
+            serial = int(line.text.split("invalid user u", 1)[1].split()[0])
+            assert line.line_no == (serial - 899 if serial >= 900 else serial + 1)
