@@ -122,3 +122,18 @@ def test_sigkill_five_times_loses_nothing_duplicates_nothing(tmp_path):
     assert len(lines) == written  # nothing lost …
     assert lines == list(range(1, written + 1))  # … and no line analysed twice
     assert len({r.id for r in store.query_records(limit=10_000)}) == store.count_records()
+
+
+def test_a_read_stops_at_its_memory_bound_and_the_next_polls_go_on(setup, monkeypatch):
+    import logwarden.app.watch as watch
+
+    folder, store, watcher = setup
+    monkeypatch.setattr(watch, "READ_CHARS", 2_000)  # about 17 lines of text per read
+    log = folder / "auth.log"
+    n = append(log, 0, 120)
+    watcher.poll()
+    assert 0 < watcher.stats.lines < n  # one read did not take the whole file
+    for _ in range(20):
+        watcher.poll()
+    watcher.pipeline.finish()
+    assert covered(accounted(store, log)) == list(range(1, n + 1))
