@@ -111,6 +111,7 @@ def test_a_db_that_is_not_sqlite_or_is_corrupt_is_a_clear_error(tmp_path):
             result = run(*command, "--db", url)
             assert result.exit_code == 2, (url, command, result.output)
             assert "Traceback" not in result.output and "error:" in result.stderr
+            assert "immutable" not in result.stderr  # the user's URL, not the read-only one opened
 
 
 def _checkpoint(path: Path) -> None:

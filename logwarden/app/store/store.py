@@ -302,7 +302,7 @@ _NOT_A_DATABASE = ("file is not a database", "malformed", "unable to open databa
 
 
 def _store_error(engine: Engine, exc: DatabaseError) -> StoreError:
-    url = engine.url.render_as_string(hide_password=True)
+    url = _shown_url(engine.url)
     reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
     if any(text in reason for text in _NOT_A_DATABASE):
         return StoreInputError(f"{url} is not a usable logwarden database ({reason}). Pass another "
@@ -313,6 +313,14 @@ def _store_error(engine: Engine, exc: DatabaseError) -> StoreError:
     else:
         hint = "Check that the server is up and the URL's host, port, user, password and database name."
     return StoreError(f"Database error on {url}: {reason}. {hint}")
+
+
+def _shown_url(url: Any) -> str:
+    """The URL as the user gave it: a read-only SQLite file opened through SQLite's URI syntax
+    (`file:/path?immutable=1&uri=true`) is shown as its plain sqlite:/// URL again."""
+    if url.get_backend_name() == "sqlite" and url.query.get("uri") == "true":
+        url = url.set(database=url.database.removeprefix("file:"), query={})
+    return url.render_as_string(hide_password=True)
 
 
 def _abort_stale_runs(conn: Connection) -> None:
