@@ -214,6 +214,7 @@ class Torture:
             fh.write(BOMB + "\n")
         log.stream.lines += 1  # its own line number; the text carries no mark
         self.bombed = True
+        self.stats["nesting bombs"] += 1
 
     # ---- rotation -------------------------------------------------------------------------------
 
