@@ -87,6 +87,8 @@ def test_several_watchers_write_one_database_at_once(tmp_path, pg_url):
         thread.join()
     watchers[0] = _watch(folders[0], pg_url, "--from-start")  # … and comes back
     deadline = time.time() + 120
+    while len(store.list_runs()) < 4 and time.time() < deadline:
+        time.sleep(0.1)  # its run exists: it is up (a SIGTERM before that finds it still importing)
     while time.time() < deadline and any(len(covered(spans(store, f / "auth.log"))) < n
                                          for f, n in zip(folders, written)):
         time.sleep(0.5)
