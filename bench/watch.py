@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Watcher throughput: lines/s the watcher sustains while a writer appends, rules-only and (with
-`--model`) with the embedded model, against batch `analyze` of the same lines in the same run.
+`--model`) with the embedded model, against batch `analyze` of the same lines in the same run —
+on SQLite, and on a throw-away PostgreSQL server (Debian's binaries, as the tests start it) in
+the same run (`--no-postgresql` skips it). Besides wall-clock lines/s it prints lines per CPU
+second of this process (less sensitive to other load on a shared machine; the PostgreSQL
+server's own CPU is not in it).
 
-Usage: python bench/watch.py [--lines 200000] [--model] [--model-lines 2000] [--threads 2]
+Usage: python bench/watch.py [--lines 200000] [--model] [--model-lines 2000] [--threads 2] [--no-postgresql]
 """
 
 from __future__ import annotations
@@ -29,24 +33,34 @@ def source_lines(n: int) -> list[str]:
         return [line for _, line in zip(range(n), fh)]
 
 
-def pipeline(db: Path, engine=None, *, batch: bool = False):
+def pipeline(url: str, engine=None, *, batch: bool = False):
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import open_store
 
     options = RunOptions(rules_only=engine is None, commit_every_windows=64 if batch else None)
-    return Pipeline(open_store(f"sqlite:///{db}"), engine, options, command="bench")
+    return Pipeline(open_store(url), engine, options, command="bench")
 
 
-def batch_rate(lines: list[str], tmp: Path, engine=None) -> float:
+def batch_rate(lines: list[str], tmp: Path, url: str, engine=None) -> float:
     path = tmp / "batch" / "auth.log"
     path.parent.mkdir()
     path.write_text("".join(lines))
-    started = time.perf_counter()
-    pipeline(tmp / "batch.db", engine, batch=True).analyze([path])
-    return len(lines) / (time.perf_counter() - started)
+    clock = _Clock()
+    pipeline(url, engine, batch=True).analyze([path])
+    return clock.rates(len(lines))
 
 
-def watch_rate(lines: list[str], tmp: Path, engine=None, chunk: int = 500) -> float:
+class _Clock:
+    """Wall and process-CPU time since creation → (lines/s, lines per CPU second)."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def rates(self, lines: int) -> tuple[float, float]:
+        return lines / (time.perf_counter() - self.wall), lines / max(time.process_time() - self.cpu, 1e-9)
+
+
+def watch_rate(lines: list[str], tmp: Path, url: str, engine=None, chunk: int = 500) -> tuple[float, float]:
     """A writer appends `chunk` lines at a time as fast as it can; the watcher follows."""
     from logwarden.app.watch import Watcher
 
@@ -54,8 +68,7 @@ def watch_rate(lines: list[str], tmp: Path, engine=None, chunk: int = 500) -> fl
     folder.mkdir()
     target = folder / "auth.log"
     target.touch()
-    watcher = Watcher([folder], pipeline(tmp / "watch.db", engine), max_batch=500, max_delay_ms=200,
-                      from_start=True)
+    watcher = Watcher([folder], pipeline(url, engine), max_batch=500, max_delay_ms=200, from_start=True)
 
     def write() -> None:
         with open(target, "a") as fh:
@@ -63,26 +76,33 @@ def watch_rate(lines: list[str], tmp: Path, engine=None, chunk: int = 500) -> fl
                 fh.writelines(lines[i:i + chunk])
                 fh.flush()
 
-    started = time.perf_counter()
+    clock = _Clock()
     writer = threading.Thread(target=write)
     writer.start()
     while watcher.stats.lines < len(lines):
         watcher.poll()
     writer.join()
-    rate = len(lines) / (time.perf_counter() - started)
+    rates = clock.rates(len(lines))
     watcher.pipeline.finish()
-    return rate
+    return rates
 
 
-def measure(label: str, lines: list[str], engine=None) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="lw-watch-"))
-    try:
-        batch = batch_rate(lines, tmp, engine)
-        watched = watch_rate(lines, tmp, engine)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{label:<34} watcher {watched:>9,.0f} lines/s   batch analyze {batch:>9,.0f} lines/s   "
-          f"ratio {watched / batch:.2f}x   ({len(lines):,} lines)")
+def measure(label: str, lines: list[str], stores, engine=None) -> None:
+    """`stores`: (name, url factory) pairs; each factory gives a fresh, empty store."""
+    for store_name, fresh in stores:
+        tmp = Path(tempfile.mkdtemp(prefix="lw-watch-"))
+        try:
+            batch = batch_rate(lines, tmp, fresh(tmp, "batch"), engine)
+            watched = watch_rate(lines, tmp, fresh(tmp, "watch"), engine)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print(f"{label:<20} {store_name:<10} watcher {watched[0]:>8,.0f} lines/s ({watched[1]:>8,.0f}/CPU s)   "
+              f"batch analyze {batch[0]:>8,.0f} lines/s ({batch[1]:>8,.0f}/CPU s)   ratio {watched[0] / batch[0]:.2f}x"
+              f"   ({len(lines):,} lines)", flush=True)
+
+
+def sqlite_store(tmp: Path, name: str) -> str:
+    return f"sqlite:///{tmp / name}.db"
 
 
 def main() -> int:
@@ -91,14 +111,27 @@ def main() -> int:
     parser.add_argument("--model", action="store_true", help="also measure with the embedded model")
     parser.add_argument("--model-lines", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-postgresql", action="store_true", help="SQLite only")
     args = parser.parse_args()
-    measure("rules-only", source_lines(args.lines))
-    if args.model:
-        from logwarden.app.config import get_settings
-        from logwarden.engine.load import load_engine
+    stores = [("sqlite", sqlite_store)]
+    cluster = None
+    if not args.no_postgresql:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from _pg_helpers import PgCluster
 
-        engine = load_engine(model="embedded", threads=args.threads, cache_dir=get_settings().model_cache)
-        measure("embedded model (suspicious policy)", source_lines(args.model_lines), engine)
+        cluster = PgCluster().start()
+        stores.append(("postgresql", lambda _tmp, _name: cluster.create_database()))
+    try:
+        measure("rules-only", source_lines(args.lines), stores)
+        if args.model:
+            from logwarden.app.config import get_settings
+            from logwarden.engine.load import load_engine
+
+            engine = load_engine(model="embedded", threads=args.threads, cache_dir=get_settings().model_cache)
+            measure("embedded model (suspicious policy)", source_lines(args.model_lines), stores, engine)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     return 0
 
 

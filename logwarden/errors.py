@@ -30,3 +30,10 @@ class EngineTimeout(ModelError):
 
 class StoreError(LogwardenError):
     """The database cannot be opened, migrated or written."""
+
+
+class StoreInputError(StoreError):
+    """The database given (`--db`, `LOGWARDEN_DB`) cannot be used as it is: a bad URL, a missing
+    driver, a file that is not a database or is damaged, a folder that cannot be created."""
+
+    exit_code = 2

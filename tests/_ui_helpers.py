@@ -55,10 +55,10 @@ def write_logs(folder: Path) -> list[Path]:
     return [auth, access]
 
 
-def fill_store(folder: Path, *, with_samples: bool = False) -> tuple[str, Store]:
+def fill_store(folder: Path, *, with_samples: bool = False, url: str | None = None) -> tuple[str, Store]:
     """Analyse the fixture logs (and the repo's sample_logs/, if asked and present) rules-only into a
-    fresh SQLite file; returns (url, store)."""
-    url = f"sqlite:///{folder / 'ui.db'}"
+    fresh SQLite file (or the empty database at `url`); returns (url, store)."""
+    url = url or f"sqlite:///{folder / 'ui.db'}"
     store = open_store(url)
     paths: list[Path] = write_logs(folder / "logs")
     if with_samples and SAMPLES.is_dir():

@@ -90,11 +90,14 @@ def test_json_lines_that_are_not_objects_are_generic_events():
     assert [e.raw for e in events] == texts
 
 
-def test_syslog_line_with_an_impossible_date_is_generic_with_the_text_kept():
+def test_syslog_line_with_an_impossible_date_stays_syslog_without_a_time_and_the_text_kept():
+    # issue 16: a forged or damaged stamp must not hide the sshd line from the detectors
     texts = ["Feb 30 10:00:00 host sshd[1]: Failed password for root", "Mar 99 25:61:00 h x: y"]
     events = list(parse_lines(log_lines(texts), "syslog"))
-    assert [(e.format, e.ts, e.message) for e in events] == [
-        ("generic", None, texts[0]), ("generic", None, texts[1])]
+    assert [(e.format, e.ts, e.program, e.message) for e in events] == [
+        ("syslog", None, "sshd", "Failed password for root"), ("syslog", None, "x", "y")]
+    assert [e.fields["timestamp_invalid"] for e in events] == ["Feb 30 10:00:00", "Mar 99 25:61:00"]
+    assert [e.raw for e in events] == texts
 
 
 def test_binary_file_is_one_error_row_and_a_warning(tmp_path, caplog):

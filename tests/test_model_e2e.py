@@ -74,7 +74,10 @@ def test_triage_streams_and_stores_a_valid_record(tmp_path):
     line = ('203.0.113.9 - - [02/Mar/2026:10:00:00 +0000] "GET /item.php?id=1%20UNION%20SELECT%20user,password'
             '%20FROM%20users-- HTTP/1.1" 200 512 "-" "sqlmap/1.7"')
     result = run("triage", line, "--threads", "2", "--json", "--db", db)
-    records = json.loads(result.stdout)
+    report = json.loads(result.stdout)
+    assert report["assessment"] is not None and report["stats"]["new_tokens"] > 0  # always shown (issue 16)
+    records = report["records"]
+    assert report["verdict"] == records[0]["risk_level"]
     assert records and records[0]["category"] in ("web_attack", "reconnaissance")
     assert risk_rank(records[0]["risk_level"]) >= risk_rank("medium")
     stored = open_store(db).get_record(records[0]["id"])

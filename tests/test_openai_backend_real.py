@@ -168,7 +168,9 @@ def test_cli_analyze_through_the_server_stores_llm_records(server: LlamaServer, 
 def test_cli_triage_streams_through_the_server(server: LlamaServer, tmp_path: Path):
     result = CliRunner().invoke(cli, ["triage", SNIPPETS[2], "--no-store", "--json", *openai_args(server.url)])
     assert result.exit_code == 0, result.output
-    records = json.loads(result.stdout[result.stdout.index("["):])
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    assert report["assessment"] is not None and report["stats"]["new_tokens"] > 0
+    records = report["records"]
     assert records and any("llm" in r["decided_by"] for r in records)
 
 

@@ -1,16 +1,16 @@
-"""The SQLite store: migrations, pragmas, idempotent upserts, crash-safe transactions, filters,
+"""The store on SQLite and on a real PostgreSQL server (every test that is not about SQLite's file
+runs on both): migrations, pragmas, idempotent upserts, crash-safe transactions, filters,
 aggregates (checked against a plain-Python computation), reviews, runs, errors, concurrency."""
 
 from __future__ import annotations
 
 import multiprocessing
 import random
-import sqlite3
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from logwarden.errors import InputError, StoreError
 from logwarden.app.models import ErrorRow
@@ -22,8 +22,15 @@ from tests._store_helpers import BASE_TS, make_record
 
 
 @pytest.fixture()
-def db_url(tmp_path):
+def sqlite_url(tmp_path):
     return f"sqlite:///{tmp_path / 'nested' / 'dir' / 'logwarden.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, sqlite_url):
+    if request.param == "sqlite":
+        return sqlite_url
+    return request.getfixturevalue("pg_cluster").create_database()
 
 
 @pytest.fixture()
@@ -32,19 +39,25 @@ def store(db_url):
         yield s
 
 
+@pytest.fixture()
+def sqlite_store(sqlite_url):
+    with open_store(sqlite_url) as s:
+        yield s
+
+
 # -- opening and migrating -------------------------------------------------------------------
 
 
-def test_open_creates_parent_dirs_and_migrates(tmp_path, db_url):
-    store = open_store(db_url)
+def test_open_creates_parent_dirs_and_migrates(tmp_path, sqlite_url):
+    store = open_store(sqlite_url)
     assert (tmp_path / "nested" / "dir" / "logwarden.db").exists()
     assert store.info()["schema_version"] == LATEST_VERSION
     assert store.migrate() == []  # a second migration applies nothing
     store.close()
 
 
-def test_sqlite_pragmas_on_every_connection(store):
-    with store.engine.connect() as conn:
+def test_sqlite_pragmas_on_every_connection(sqlite_store):
+    with sqlite_store.engine.connect() as conn:
         pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar()  # noqa: E731
         assert pragma("journal_mode") == "wal"
         assert pragma("synchronous") == 1  # NORMAL
@@ -79,11 +92,11 @@ def test_unwritable_location_raises_store_error(tmp_path):
 
 
 def test_database_newer_than_code_is_refused(db_url):
-    open_store(db_url).close()
-    path = db_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as raw:
-        raw.execute("INSERT INTO schema_migrations VALUES (?, 'future', '2030-01-01 00:00:00')",
-                    (LATEST_VERSION + 1,))
+    store = open_store(db_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("INSERT INTO schema_migrations VALUES (:v, 'future', '2030-01-01 00:00:00')"),
+                     {"v": LATEST_VERSION + 1})
+    store.close()
     with pytest.raises(StoreError, match="newer than this logwarden"):
         open_store(db_url)
 
@@ -177,6 +190,47 @@ def test_set_source_keeps_format_and_miner_state_when_not_given(store):
     assert (state.offset, state.line_no, state.format, state.miner_state) == (20, 2, "access", '{"clusters": []}')
     assert store.get_source("/a.log", 8) is None  # rotated file: new inode, new state
     assert [(s.path, s.inode) for s in store.list_sources()] == [("/a.log", 7)]
+
+
+def test_a_real_miner_state_round_trips(store):
+    """Drain3's snapshot (base64 bytes) comes back usable on every dialect (PostgreSQL once turned
+    it into bytea text, and the watcher died restoring it)."""
+    from logwarden.app.mine import SourceMiner
+
+    miner = SourceMiner()
+    ids = [miner.add(f"Failed password for root from 10.0.0.{i} port {i} ssh2") for i in range(20)]
+    store.set_source("/var/log/auth.log", 9, offset=1, line_no=20, miner_state=miner.state())
+    again = SourceMiner(store.get_source("/var/log/auth.log", 9).miner_state)
+    assert again.template(ids[0]) == miner.template(ids[0]) and again.cluster_count == miner.cluster_count
+
+
+def test_generations_of_one_file_are_separate_sources_and_windows(store):
+    for generation, lines in ((0, 30), (1, 12)):
+        with store.transaction() as tx:
+            tx.set_source("/var/log/app.log", 5, generation=generation, offset=lines * 10, line_no=lines,
+                          fingerprint=f"{generation:064x}", fingerprint_len=100)
+            tx.add_windows([WindowRow(source="/var/log/app.log", inode=5, generation=generation, line_start=1,
+                                      line_end=lines, line_count=lines, verdict="benign")])
+    assert store.get_source("/var/log/app.log", 5).generation == 1  # the latest
+    assert store.get_source("/var/log/app.log", 5, generation=0).line_no == 30
+    assert [(w.generation, w.line_end) for w in store.list_windows(source="/var/log/app.log")] == [(0, 30), (1, 12)]
+    assert [s.path for s in store.list_sources(under=["/var/log"])] == ["/var/log/app.log"] * 2
+    assert store.list_sources(under=["/var/lo"]) == []  # a folder, not a name prefix
+
+
+def test_watched_folders_are_remembered_once(store):
+    for _ in range(2):
+        with store.transaction() as tx:
+            tx.add_watched_folders(["/var/log", "/srv/logs"])
+    assert store.watched_folders() == ["/srv/logs", "/var/log"]
+
+
+def test_text_with_nul_is_stored_on_every_dialect(store):
+    store.add_errors([ErrorRow(source="/tmp/x\x00y", offset=0, stage="ingest", message="bad \x00 byte")])
+    record = make_record(anomaly="a\x00b")
+    store.upsert_records([record])
+    assert store.get_record(record.id).anomaly in ("a\x00b", "ab")
+    assert store.list_errors()[0].message in ("bad \x00 byte", "bad  byte")
 
 
 def test_windows_are_idempotent_per_span(store):
@@ -385,7 +439,10 @@ def test_info_counts_rows_and_reports_file_size(store):
     store.upsert_records([make_record(), make_record(line_start=50, line_end=60)])
     info = store.info()
     assert info["tables"]["records"] == 2 and info["tables"]["evidence"] == 2
-    assert info["file_size"] > 0 and info["url"].startswith("sqlite:///")
+    if info["dialect"] == "sqlite":
+        assert info["file_size"] > 0 and info["url"].startswith("sqlite:///")
+    else:
+        assert "file_size" not in info and info["url"].startswith("postgresql+psycopg://")
 
 
 # -- several processes on one file -----------------------------------------------------------

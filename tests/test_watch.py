@@ -14,25 +14,8 @@ import pytest
 from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.watch import Watcher
-
-
-def sshd_line(i: int) -> str:
-    return (f"Mar  1 10:{(i // 60) % 60:02d}:{i % 60:02d} web01 sshd[{1000 + i}]: Failed password for invalid user "
-            f"u{i} from 203.0.113.{i % 3 + 1} port {30000 + i} ssh2\n")
-
-
-def append(path: Path, start: int, n: int) -> int:
-    with open(path, "a") as fh:
-        fh.writelines(sshd_line(i) for i in range(start, start + n))
-    return start + n
-
-
-def accounted(store, source: Path, inode: int | None = None) -> list[tuple[int, int]]:
-    return sorted((w.line_start, w.line_end) for w in store.list_windows(source=str(source), inode=inode))
-
-
-def covered(spans: list[tuple[int, int]]) -> list[int]:
-    return [n for a, b in spans for n in range(a, b + 1)]
+from tests._watch_helpers import append, covered
+from tests._watch_helpers import spans as accounted
 
 
 @pytest.fixture()
@@ -139,3 +122,18 @@ def test_sigkill_five_times_loses_nothing_duplicates_nothing(tmp_path):
     assert len(lines) == written  # nothing lost …
     assert lines == list(range(1, written + 1))  # … and no line analysed twice
     assert len({r.id for r in store.query_records(limit=10_000)}) == store.count_records()
+
+
+def test_a_read_stops_at_its_memory_bound_and_the_next_polls_go_on(setup, monkeypatch):
+    import logwarden.app.watch as watch
+
+    folder, store, watcher = setup
+    monkeypatch.setattr(watch, "READ_CHARS", 2_000)  # about 17 lines of text per read
+    log = folder / "auth.log"
+    n = append(log, 0, 120)
+    watcher.poll()
+    assert 0 < watcher.stats.lines < n  # one read did not take the whole file
+    for _ in range(20):
+        watcher.poll()
+    watcher.pipeline.finish()
+    assert covered(accounted(store, log)) == list(range(1, n + 1))

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -13,7 +14,7 @@ from rich.markup import escape
 
 from logwarden.app.backends import BACKENDS, ENGINES, EngineOptions
 from logwarden.app.config import get_settings
-from logwarden.errors import LogwardenError
+from logwarden.errors import InputError, LogwardenError
 
 err_console = Console(stderr=True)
 out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
@@ -85,10 +86,40 @@ def make_engine_options(kw: dict) -> EngineOptions:
 
 
 
-def open_store_from(db_url: str | None):
+def open_store_from(db_url: str | None, *, readonly: bool = False):
     from logwarden.app.store import open_store
 
-    return open_store(db_url or get_settings().db_url)
+    return open_store(db_url or get_settings().db_url, readonly=readonly)
+
+
+def open_for_writing(path: str):
+    """A text file opened for writing, or an `InputError` that says why it cannot be (a missing
+    folder, a folder, a read-only or special file such as /proc/version — root may open that one,
+    but nothing can be written to it)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise InputError(f"--out {path}: is a folder; give a file name inside it")
+    if not target.parent.is_dir():
+        raise InputError(f"--out {path}: the folder {target.parent} does not exist; create it first")
+    if target.exists() and (not target.is_file() or not target.stat().st_mode & 0o222):
+        raise InputError(f"--out {path}: not a writable regular file")
+    try:
+        return open(target, "w", encoding="utf-8")  # noqa: SIM115 - `write_lines` writes and closes it
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def write_lines(handle, lines) -> int:
+    """Write `lines` (each + newline) to a file from `open_for_writing` and close it."""
+    count = 0
+    try:
+        with handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+    except OSError as exc:
+        raise InputError(f"--out {handle.name}: writing failed ({exc.strerror or exc})") from None
+    return count
 
 
 def print_json(data) -> None:

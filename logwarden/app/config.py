@@ -21,6 +21,7 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=_default_home, description="Data dir: database, model cache.")
     db: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite:///<home>/logwarden.db")
+    node: str | None = Field(default=None, description="Name sources NODE:/path (a store shared by several hosts).")
 
     # engine
     engine: str = "auto"  # auto = llama.cpp for GGUF models on CPU, transformers on CUDA

@@ -149,6 +149,7 @@ class Window:
     format: str
     events: list[Event] = field(default_factory=list)
     cluster_ids: list[int] = field(default_factory=list)  # parallel to events
+    generation: int = 0  # of the source: a copytruncated file restarts at line 1 as the next generation
 
     @property
     def line_start(self) -> int:
@@ -182,14 +183,14 @@ def _gap_seconds(a: datetime | None, b: datetime | None) -> float:
 
 
 def windows(events: Iterable[Event], miner: SourceMiner, *, source: str, inode: int, fmt: str,
-            max_lines: int = 2000, max_gap_s: float = 300.0) -> Iterator[Window]:
+            max_lines: int = 2000, max_gap_s: float = 300.0, generation: int = 0) -> Iterator[Window]:
     """Mine every event and cut the stream into windows at a time gap or the size budget."""
-    current = Window(source, inode, fmt)
+    current = Window(source, inode, fmt, generation=generation)
     last_ts: datetime | None = None
     for event in events:
         if current.events and (len(current.events) >= max_lines or _gap_seconds(last_ts, event.ts) > max_gap_s):
             yield current
-            current = Window(source, inode, fmt)
+            current = Window(source, inode, fmt, generation=generation)
         current.events.append(event)
         current.cluster_ids.append(miner.add(mined_text(event)))
         last_ts = event.ts or last_ts

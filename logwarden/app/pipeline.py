@@ -24,12 +24,15 @@ from pathlib import Path
 from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.errors import LogwardenError
-from logwarden.app.ingest import DEFAULT_MAX_LINE_BYTES, TailRead, iter_files
+from logwarden.app.ingest import (
+    DEFAULT_MAX_LINE_BYTES, Fingerprint, TailRead, fingerprint_of, identify, is_compressed, is_rotated_name,
+    iter_files, next_generation, read_head, source_name,
+)
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.models import ErrorRow, Event, LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
-from logwarden.app.store import Store, WindowRow
+from logwarden.app.store import SourceState, Store, WindowRow
 from logwarden.engine.api import Engine, Request
 from logwarden.engine.sizing import cuda_batch
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
@@ -64,6 +67,11 @@ class RunOptions:
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     resume: bool = False
+    # Files nothing is appended to any more: an unterminated last line is a line, not a line being
+    # written (compressed and rotated files are final anyway).
+    final: bool = False
+    # Sources are named NODE:/path in a store shared by several hosts (None: the path alone).
+    node: str | None = None
     # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
@@ -89,6 +97,8 @@ class RunMetrics:
     entities_ungrounded: int = 0  # ... absent from the digest it was given (their clauses removed)
     records: int = 0
     errors: int = 0
+    held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
+    truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
     raw_tokens: int = 0
     prompt_tokens: int = 0
     digest_chars: int = 0
@@ -135,10 +145,14 @@ Progress = Callable[[str, int], None]  # (counter name, increment)
 
 
 class PositionedLines(Protocol):
-    """Lines that know, once read, where the next read starts (`TailRead`, the watcher's batch)."""
+    """Lines that know, once read, where the next read starts (`TailRead`, the watcher's batch),
+    the fingerprint of what was read (`ingest.identity`), and whether the file turned out not to
+    be the one expected (`changed`: nothing was read, nothing may be persisted)."""
 
     end_offset: int
     next_line_no: int
+    fingerprint: Fingerprint | None
+    changed: bool
 
     def __iter__(self) -> Iterator[LogLine | ErrorRow]: ...
 
@@ -215,15 +229,40 @@ class Pipeline:
 
     def analyze_file(self, path: Path) -> None:
         self.metrics.files += 1
-        inode = _inode(path)
-        state = self.store.get_source(str(path), inode) if self.options.resume else None
-        start_offset, start_line = (state.offset, state.line_no + 1) if state else (0, 1)
-        reader = TailRead(path, start_offset=start_offset, start_line=start_line, max_line_bytes=line_limit(path))
-        self.process(reader, source=str(path), inode=inode, reference_time=_mtime(path),
-                     fmt=state.format if state else None)
-        self._sources.pop((str(path), inode), None)  # a finished file's miner is persisted; free it
+        start = self._start_of(path)
+        final = self.options.final or is_rotated_name(path.name) or is_compressed(path)
+        reader = TailRead(path, start_offset=start.offset, start_line=start.line_no + 1,
+                          max_line_bytes=line_limit(path), final_partial=final,
+                          expect=fingerprint_of(start) if start.offset else None)
+        self.process(reader, source=start.path, inode=start.inode, generation=start.generation,
+                     reference_time=_mtime(path), fmt=start.format)
+        if reader.changed:  # rewritten between looking at it and reading it: read it as what it is now
+            self.metrics.files -= 1
+            self.analyze_file(path)
+            return
+        if reader.held_back:
+            self.metrics.held_back_lines += 1
+            log.info("%s: its last line has no newline yet; left for --resume (or pass --final)", path)
+        self._sources.pop((start.path, start.inode), None)  # a finished file's miner is persisted; free it
 
-    def process(self, items: PositionedLines, *, source: str, inode: int,
+    def _start_of(self, path: Path) -> SourceState:
+        """Where reading `path` starts, and as which source. With --resume, by content: a rotated,
+        compressed or copied file continues the source it was where its reading stopped (so
+        nothing is read twice, and line numbers go on). Otherwise from line 1, as itself: the same
+        generation when it still is the same file (re-analysis replaces its rows), else a new one."""
+        inode, size, compressed = _inode(path), _size(path), is_compressed(path)
+        head = read_head(path) or b""
+        name = source_name(path, self.options.node)
+        known = self.store.list_sources(under=[source_name(path.parent, self.options.node)])
+        candidates = known if self.options.resume else [k for k in known if (k.path, k.inode) == (name, inode)]
+        found = identify(candidates, name=name, inode=inode, size=size, head=head, compressed=compressed)
+        if found is not None and self.options.resume:
+            return found
+        if found is not None:
+            return dataclasses.replace(found, offset=0, line_no=0, format=None)
+        return SourceState(path=name, inode=inode, offset=0, line_no=0, generation=next_generation(known, name, inode))
+
+    def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
                 reference_time: datetime | None = None, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, errors, miner state and
         the offset after the last line — the last part in ONE transaction with
@@ -239,14 +278,22 @@ class Pipeline:
         fmt = decision.name
         miner, detector = self._source_state(source, inode)
         for window in windows(self._counted(events), miner, source=source, inode=inode, fmt=fmt,
-                              max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s):
+                              max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
+                              generation=generation):
             self._window(window, detector.scan(window.events), miner)
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
                 self._flush()
                 self._commit()
         self._flush()
-        source_state = dict(path=source, inode=inode, offset=items.end_offset, line_no=items.next_line_no - 1,
-                            format=fmt, miner_state=miner.state())
+        if items.changed:  # not the file that was expected: nothing read, its position stays
+            self._commit()
+            return fmt
+        fingerprint = items.fingerprint
+        source_state = dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
+                            line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
+                            fingerprint=fingerprint.digest if fingerprint else None,
+                            fingerprint_len=fingerprint.length if fingerprint else 0,
+                            fingerprint_prefix=fingerprint.prefix if fingerprint else None)
         self._commit(source_state)
         return fmt
 
@@ -263,6 +310,7 @@ class Pipeline:
             if isinstance(item, ErrorRow):
                 self._errors([item])
             else:
+                self.metrics.truncated_lines += item.truncated
                 yield item
 
     def _counted(self, events: Iterable[Event]) -> Iterator[Event]:
@@ -382,7 +430,7 @@ class Pipeline:
         self._buffer.windows.append(WindowRow(
             source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
             line_count=len(window.events), verdict=_verdict(records, llm), record_ids=[r.id for r in records],
-            run_id=self.run_id))
+            run_id=self.run_id, generation=window.generation))
         error = next((r.error for r in llm or () if r.error), None)
         if error:
             self._buffer.errors.append(ErrorRow(source=window.source, offset=window.events[0].offset, stage="engine",
@@ -435,6 +483,13 @@ def line_limit(path: Path) -> int:
 def _inode(path: Path) -> int:
     try:
         return path.stat().st_ino
+    except OSError:
+        return 0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
     except OSError:
         return 0
 

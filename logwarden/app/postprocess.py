@@ -311,7 +311,8 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
-                     discriminator=f"{category}:{key}:{events[0].line_no}"),
+                     discriminator=f"{category}:{key}:{events[0].line_no}"
+                     + (f":g{window.generation}" if window.generation else "")),  # lines 1.. again after copytruncate
         source=window.source, inode=window.inode, host=window.host(),
         line_start=events[0].line_no, line_end=events[-1].line_no,
         first_ts=next((e.ts for e in events if e.ts), None),

@@ -1,21 +1,31 @@
 """The watcher: tail growing files in folders and analyse new lines in batches, crash-safely.
 
-Owns: following files by inode (rename-rotation: the old file is drained, the new one starts at
-0; copytruncate: a file that shrinks is read again from 0; deletion: the source is dropped),
-holding back an unterminated last line until it is completed or has been quiet for a while,
-batching lines by size and delay, and clean shutdown on SIGINT/SIGTERM. A batch's records and
-the source offset after it are committed in one transaction by the pipeline, so a crash at any
-point loses nothing and duplicates nothing. watchdog events wake the loop early; a periodic
+Owns: following files through rotation by what they hold, not by name or inode alone
+(`ingest.identity`): a renamed file (`auth.log` → `auth.log.1`) is drained under its first name;
+a compressed or copied file (`auth.log.1.gz`, logrotate's copy before a copytruncate) that holds
+a followed source's content continues it from where reading stopped instead of being read again
+— and while the original is still followed, the copy waits; a file whose head changed under the
+same path (copytruncate, a recreated file) is the next *generation* of its source, read from line
+1, so line numbers are always the file's own. Compressed files are read once, when they have
+stopped changing. Deletion drops a file. A file present before this store's watcher ever
+followed its folder is tailed from its end (unless `from_start`); anything that appears later —
+also while the watcher was down — is read from line 1.
+
+Also owns holding back an unterminated last line until it is completed or has been quiet for a
+while, batching lines by size and delay, and clean shutdown on SIGINT/SIGTERM. A batch's records
+and the source position after it are committed in one transaction by the pipeline, so a crash at
+any point loses nothing and duplicates nothing. watchdog events wake the loop early; a periodic
 scan makes missed events harmless. Knows nothing of parsing or the model.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,50 +33,99 @@ from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
 from logwarden.errors import InputError
-from logwarden.app.ingest import TailRead, iter_files
+from logwarden.app.ingest import (
+    Fingerprint, TailRead, fingerprint_of, identify, is_compressed, iter_files, key_of, next_generation, read_head,
+    source_name, undecided,
+)
 from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.pipeline import Pipeline
+from logwarden.app.store import SourceState
 
 log = logging.getLogger(__name__)
 SCAN_INTERVAL_S = 1.0
+# One read takes at most this many batches' worth of lines, and at most READ_CHARS of text
+# (bounded memory even for 64 KiB lines). 20 batches, not 4: fewer reopen/fingerprint round trips
+# per catch-up (bench/watch.py: ~10% more lines per CPU second).
+READ_BATCHES = 20
+READ_CHARS = 16 * 1024 * 1024
+
+FileId = tuple[int, int]  # (st_dev, st_ino): inodes are unique per device only
+Look = tuple[int, int]  # (st_size, st_mtime_ns): has the file changed since the last look?
+Key = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
 
 
 @dataclass(slots=True)
 class Tail:
-    """One followed file, identified by inode; `source` is the path it had when first seen."""
+    """One followed file. `source`, `inode` and `generation` name the content being read (the file
+    as first seen); `path` and `file_id` are where it is now (a compressed or copied continuation
+    has another name and inode)."""
 
     source: str
     inode: int
+    generation: int
     path: Path
+    file_id: FileId
     offset: int
     next_line: int
+    fingerprint: Fingerprint | None = None
     fmt: str | None = None
+    compressed: bool = False
+    seen: tuple[int, int] | None = None  # (size, mtime_ns) when last looked at
+    read_at: tuple[int, int] | None = None  # … when last read to its end
+    behind: bool = False  # the last read stopped early: more is there
+    partial: bool = False  # an unterminated last line is held back
+    broken: bool = False  # unreadable (binary, permissions): reported once, not read again
     pending: list[LogLine] = field(default_factory=list)
     pending_since: float = 0.0
     pending_end: int = 0
     pending_next_line: int = 0
+    pending_fingerprint: Fingerprint | None = None
     last_growth: float = field(default_factory=time.monotonic)
+
+    @property
+    def key(self) -> Key:
+        return (self.source, self.inode, self.generation)
+
+    @property
+    def position(self) -> tuple[int, int, Fingerprint | None]:
+        """Where the next read starts: after the pending lines, if any."""
+        if self.pending:
+            return self.pending_end, self.pending_next_line, self.pending_fingerprint
+        return self.offset, self.next_line, self.fingerprint
+
+    def state(self) -> SourceState:
+        fp = self.fingerprint
+        return SourceState(path=self.source, inode=self.inode, generation=self.generation, offset=self.offset,
+                           line_no=self.next_line - 1, format=self.fmt, fingerprint=fp.digest if fp else None,
+                           fingerprint_len=fp.length if fp else 0, fingerprint_prefix=fp.prefix if fp else None)
 
 
 class _Batch(list):
     """Lines handed to the pipeline, with the position to persist after them (TailRead's names)."""
 
-    def __init__(self, lines: Sequence[LogLine], end_offset: int, next_line_no: int):
+    changed = False
+
+    def __init__(self, lines: Sequence[LogLine], end_offset: int, next_line_no: int,
+                 fingerprint: Fingerprint | None):
         super().__init__(lines)
         self.end_offset = end_offset
         self.next_line_no = next_line_no
+        self.fingerprint = fingerprint
 
 
 @dataclass(slots=True)
 class WatchStats:
     lines: int = 0
     batches: int = 0
+    errors: int = 0
     started: float = field(default_factory=time.monotonic)
     last_record: str = ""
 
     def line(self, queue: int) -> str:
         rate = self.lines / max(time.monotonic() - self.started, 1e-9)
-        return f"lines {self.lines:,} ({rate:,.0f}/s) batches {self.batches:,} queued {queue:,} last: {self.last_record}"
+        errors = f" errors {self.errors:,}" if self.errors else ""
+        return (f"lines {self.lines:,} ({rate:,.0f}/s) batches {self.batches:,} queued {queue:,}{errors} "
+                f"last: {self.last_record}")
 
 
 class _Wake(FileSystemEventHandler):
@@ -80,8 +139,8 @@ class _Wake(FileSystemEventHandler):
 class Watcher:
     def __init__(self, folders: Sequence[str | Path], pipeline: Pipeline, *, max_batch: int = 500,
                  max_delay_ms: int = 2000, partial_timeout_s: float = 5.0, from_start: bool = False,
-                 status: Callable[[str], None] | None = None):
-        self.folders = [Path(f) for f in folders]
+                 status: Callable[[str], None] | None = None, node: str | None = None):
+        self.folders = [Path(os.path.abspath(f)) for f in folders]
         for folder in self.folders:
             if not folder.is_dir():
                 raise InputError(f"{folder}: not a folder; `logwarden watch` takes folders to follow")
@@ -91,13 +150,21 @@ class Watcher:
         self.partial_timeout_s = partial_timeout_s
         self.from_start = from_start
         self.status = status
+        self.node = node  # sources are called NODE:/path (a store shared by several hosts)
         self.stats = WatchStats()
-        self.tails: dict[int, Tail] = {}
+        self.tails: dict[FileId, Tail] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._first_scan = True
-        # Known sources by inode: a file rotated while we were down resumes under its new name.
-        self._known = {state.inode: state for state in pipeline.store.list_sources() if state.inode}
+        store = pipeline.store
+        # What this store has read in these folders (any generation), kept current as batches commit.
+        named = [self._name(f) for f in self.folders]
+        self._known: dict[Key, SourceState] = {key_of(s): s for s in store.list_sources(under=named)}
+        watched = [Path(p) for p in store.watched_folders()]
+        self._new_folders = [f for f in self.folders
+                             if not any(Path(self._name(f)).is_relative_to(w) for w in watched)]
+        self._present_at_start: list[Tail] = []
+        self._settling: dict[FileId, tuple[Look, float]] = {}  # files not identified yet: last look, since
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -132,48 +199,112 @@ class Watcher:
         """One pass: discover files, read what was appended, analyse the batches that are due."""
         self._scan()
         now = time.monotonic()
-        for tail in list(self.tails.values()):
-            self._read(tail, now)
-            if tail.pending and (final or len(tail.pending) >= self.max_batch
-                                 or now - tail.pending_since >= self.max_delay_s):
+        for file_id in list(self.tails):
+            self._read(self.tails[file_id], now)
+            tail = self.tails.get(file_id)  # the read may have found a new generation, or let it go
+            if tail is not None and tail.pending and (final or len(tail.pending) >= self.max_batch
+                                                      or now - tail.pending_since >= self.max_delay_s):
                 self._analyse(tail)
         if self.status:
             self.status(self.stats.line(sum(len(t.pending) for t in self.tails.values())))
 
-    # ---- discovery: inodes, rotation, truncation, deletion -------------------------------
+    # ---- discovery: what each file is --------------------------------------------------------
 
     def _scan(self) -> None:
-        seen: dict[int, Path] = {}
-        for item in iter_files(self.folders):
-            if isinstance(item, ErrorRow):
-                continue
-            try:
-                seen[item.stat().st_ino] = item
-            except OSError:
-                continue
-        for inode in list(self.tails):
-            if inode not in seen:
-                self._drop(self.tails.pop(inode))
-        for inode, path in seen.items():
-            tail = self.tails.get(inode)
+        present = list(self._present())
+        here = {file_id for _, file_id, _ in present}
+        for file_id in [f for f in self.tails if f not in here]:
+            self._drop(self.tails.pop(file_id))
+        self._settling = {f: v for f, v in self._settling.items() if f in here}
+        now = time.monotonic()
+        for path, file_id, look in present:
+            tail = self.tails.get(file_id)
             if tail is None:
-                self.tails[inode] = self._new_tail(path, inode)
+                tail = self._discover(path, file_id, look, now)
+                if tail is not None:
+                    tail.seen, tail.last_growth = self._settling.pop(file_id, (None, now))  # quiet since
+                    self.tails[file_id] = tail
             elif tail.path != path:
                 log.info("%s rotated to %s; draining it", tail.path, path)
                 tail.path = path
-        self._first_scan = False
+        if self._first_scan:
+            self._remember_first_watch()
+            self._first_scan = False
 
-    def _new_tail(self, path: Path, inode: int) -> Tail:
-        state = self._known.get(inode)
-        if state is not None and (state.path == str(path) or not Path(state.path).exists()
-                                  or Path(state.path).stat().st_ino != inode):
-            return Tail(state.path, inode, path, state.offset, state.line_no + 1, fmt=state.format)
-        tail = Tail(str(path), inode, path, 0, 1)
-        if self._first_scan and not self.from_start:
-            tail.offset, tail.next_line = _end_of(path)
-            with self.pipeline.store.transaction() as tx:  # remember where we started tailing
-                tx.set_source(tail.source, inode, offset=tail.offset, line_no=tail.next_line - 1)
+    def _present(self) -> Iterator[tuple[Path, FileId, Look]]:
+        """Regular files in the folders, oldest rotated file first."""
+        try:
+            found = list(iter_files(self.folders))
+        except InputError:  # a watched folder was removed: nothing there now
+            return
+        for item in found:
+            if isinstance(item, ErrorRow):
+                continue
+            try:
+                st = item.stat()
+            except OSError:
+                continue
+            yield item, (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns)
+
+    def _discover(self, path: Path, file_id: FileId, look: Look, now: float) -> Tail | None:
+        """A file not followed yet: the continuation of a known source, or a new one. None (ask
+        again at the next scan) while it cannot be told yet: a compressed file or a copy still
+        being written, a new file's first bytes, or a copy of a file still being followed
+        (logrotate's copy before it truncates)."""
+        head = read_head(path)
+        compressed = is_compressed(path)
+        quiet = self._quiet(file_id, look, now) or (self._first_scan and self._in_new_folder(path))
+        if not quiet and (head is None or compressed):
+            return None
+        head = head or b""
+        found = identify(self._known.values(), name=self._name(path), inode=file_id[1], size=look[0], head=head,
+                         compressed=compressed)
+        if found is None:
+            if not quiet and undecided(self._known.values(), head):
+                return None
+            return self._new_tail(path, file_id, compressed)
+        if key_of(found) in {t.key for t in self.tails.values()}:
+            return None
+        log.info("%s continues %s from line %d", path, found.path, found.line_no + 1)
+        return Tail(found.path, found.inode, found.generation, path, file_id, found.offset, found.line_no + 1,
+                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed)
+
+    def _new_tail(self, path: Path, file_id: FileId, compressed: bool) -> Tail:
+        inode = file_id[1]
+        name = self._name(path)
+        tail = Tail(name, inode, next_generation(self._known.values(), name, inode), path, file_id, 0, 1,
+                    compressed=compressed)
+        if self._first_scan and not self.from_start and self._in_new_folder(path):
+            tail.offset, tail.next_line, tail.fingerprint = _end_of(path)
+            self._present_at_start.append(tail)
+        self._known[tail.key] = tail.state()
         return tail
+
+    def _quiet(self, file_id: FileId, look: Look, now: float) -> bool:
+        """Unchanged for the quiet time (`partial_timeout_s`) since it was first looked at so?"""
+        first = self._settling.get(file_id)
+        if first is None or first[0] != look:
+            self._settling[file_id] = (look, now)
+            return False
+        return now - first[1] >= self.partial_timeout_s
+
+    def _name(self, path: Path) -> str:
+        return source_name(path, self.node)
+
+    def _in_new_folder(self, path: Path) -> bool:
+        return any(path.is_relative_to(folder) for folder in self._new_folders)
+
+    def _remember_first_watch(self) -> None:
+        """The folders are now watched, and where the files present in them were tailed from (one
+        transaction: a crash before it simply makes the next start the first one again)."""
+        with self.pipeline.store.transaction() as tx:
+            tx.add_watched_folders([self._name(f) for f in self._new_folders])
+            for tail in self._present_at_start:
+                state = tail.state()
+                tx.set_source(state.path, state.inode, generation=state.generation, offset=state.offset,
+                              line_no=state.line_no, fingerprint=state.fingerprint,
+                              fingerprint_len=state.fingerprint_len, fingerprint_prefix=state.fingerprint_prefix)
+        self._new_folders, self._present_at_start = [], []
 
     def _drop(self, tail: Tail) -> None:
         if tail.pending:
@@ -183,51 +314,110 @@ class Watcher:
     # ---- reading and analysing -----------------------------------------------------------
 
     def _read(self, tail: Tail, now: float) -> None:
-        start = tail.pending_end if tail.pending else tail.offset
-        size = _size(tail.path)
-        if size is None:
+        seen = _stat(tail.path, tail.file_id)
+        if seen is None or tail.broken:
             return
-        if size < start:  # copytruncate: the same inode restarted from empty
-            log.info("%s shrank (%d < %d): copytruncate, reading from 0", tail.path, size, start)
-            if tail.pending:
-                self._analyse(tail)
-            tail.offset = start = 0
-        if size == start:
-            return
+        if seen != tail.seen:
+            tail.seen, tail.last_growth = seen, now
         quiet = now - tail.last_growth >= self.partial_timeout_s
-        reader = TailRead(tail.path, start_offset=start, start_line=tail.pending_next_line or tail.next_line,
-                          final_partial=quiet)
-        lines = [item for item in reader if isinstance(item, LogLine)]
-        if reader.end_offset != start:
-            tail.last_growth = now
+        if tail.compressed and not quiet:
+            return  # being written (gzip, a copy): read it once it has stopped changing
+        if seen == tail.read_at and not tail.behind and not (tail.partial and quiet):
+            return
+        start, start_line, expected = tail.position
+        reader = TailRead(tail.path, start_offset=start, start_line=start_line,
+                          final_partial=quiet or tail.compressed, expect=expected if start else None)
+        lines, errors, tail.behind = self._take(reader)
+        if reader.missing:
+            return  # renamed or deleted between the look and the read: the next scan knows where it went
+        if reader.short and not self._own_file(tail):
+            return  # a copy still being written: nothing new in it yet
+        if reader.changed:
+            self._restart(tail, now)
+            return
+        tail.read_at, tail.partial = seen, reader.held_back
+        if errors:
+            self._report(errors)
+            tail.broken = not lines
         if lines:
             if not tail.pending:
                 tail.pending_since = now
             tail.pending += lines
             tail.pending_end, tail.pending_next_line = reader.end_offset, reader.next_line_no
+            tail.pending_fingerprint = reader.fingerprint
+
+    def _take(self, reader: TailRead) -> tuple[list[LogLine], list[ErrorRow], bool]:
+        """The reader's lines and errors, at most `READ_BATCHES` batches of lines or `READ_CHARS` of
+        text; and whether it stopped early (then its position is after the last line taken)."""
+        lines: list[LogLine] = []
+        errors: list[ErrorRow] = []
+        limit, chars = self.max_batch * READ_BATCHES, 0
+        items = iter(reader)
+        for item in items:
+            if isinstance(item, LogLine):
+                lines.append(item)
+                chars += len(item.text)
+            else:
+                errors.append(item)
+            if len(lines) >= limit or chars >= READ_CHARS:
+                items.close()
+                return lines, errors, True
+        return lines, errors, False
+
+    def _restart(self, tail: Tail, now: float) -> None:
+        """The file no longer holds what was read: a new generation of its source from line 1 when
+        it is the source's own file, at its path with its inode (copytruncate, a file recreated on
+        a reused inode), else forget it and let the next scan say what it is."""
+        if tail.pending:
+            self._analyse(tail)
+        self.tails.pop(tail.file_id, None)
+        if not self._own_file(tail):
+            return  # another file (a copy or a continuation had this inode, now reused): a new source
+        log.info("%s was truncated or replaced: reading it from line 1", tail.path)
+        new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
+                   tail.path, tail.file_id, 0, 1)
+        self._known[new.key] = new.state()
+        self.tails[tail.file_id] = new
+        self._read(new, now)
+
+    def _own_file(self, tail: Tail) -> bool:
+        """Is the tail reading its source's own file (first path, first inode), not a copy or a
+        compressed continuation?"""
+        return self._name(tail.path) == tail.source and tail.file_id[1] == tail.inode and not tail.compressed
 
     def _analyse(self, tail: Tail) -> None:
-        batch = _Batch(tail.pending, tail.pending_end, tail.pending_next_line)
+        batch = _Batch(tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint)
         before = self.pipeline.metrics.records
-        tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, fmt=tail.fmt) or tail.fmt
-        tail.offset, tail.next_line = tail.pending_end, tail.pending_next_line
-        tail.pending, tail.pending_end, tail.pending_next_line = [], 0, 0
+        tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, generation=tail.generation,
+                                         fmt=tail.fmt) or tail.fmt
+        tail.offset, tail.next_line, tail.fingerprint = batch.end_offset, batch.next_line_no, batch.fingerprint
+        tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint = [], 0, 0, None
+        self._known[tail.key] = tail.state()
         self.stats.lines += len(batch)
         self.stats.batches += 1
         if self.pipeline.metrics.records > before:
             self.stats.last_record = f"{self.pipeline.metrics.records - before} record(s) from {tail.source}"
 
+    def _report(self, errors: list[ErrorRow]) -> None:
+        self.pipeline.store.add_errors(errors, run_id=self.pipeline.run_id)
+        self.stats.errors += len(errors)
 
-def _size(path: Path) -> int | None:
+
+def _stat(path: Path, file_id: FileId) -> tuple[int, int] | None:
+    """(size, mtime_ns) of the file, or None when the path is gone or now holds another file."""
     try:
-        return path.stat().st_size
+        st = path.stat()
     except OSError:
         return None
+    if (st.st_dev, st.st_ino) != file_id:
+        return None  # replaced under this name: the next scan sorts it out
+    return st.st_size, st.st_mtime_ns
 
 
-def _end_of(path: Path) -> tuple[int, int]:
-    """Offset of the end of the last complete line, and the number the next line will get."""
-    reader = TailRead(path, final_partial=False)
+def _end_of(path: Path) -> tuple[int, int, Fingerprint | None]:
+    """Offset of the end of the last complete line, the number the next line will get, and the
+    fingerprint of what lies before it."""
+    reader = TailRead(path, final_partial=is_compressed(path))
     for _ in reader:
         pass
-    return reader.end_offset, reader.next_line_no
+    return reader.end_offset, reader.next_line_no, reader.fingerprint

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import logging
 import queue
 import resource
 import shutil
@@ -36,6 +37,7 @@ from typing import Any
 # Spinning waiters (its default) made 2 threads 5-10x slower than 1 on this shared 2-core CPU;
 # sleeping ones did not (docs/ENGINE.md). A caller's own setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_LIBRARY_LOG = logging.getLogger("xllamacpp")  # llama.cpp's own chatter: the CLI shows it with -vv
 
 import llguidance  # noqa: E402
 import xllamacpp  # noqa: E402
@@ -304,7 +306,8 @@ def _start(params: Any, config: LlamaCppConfig) -> Any:
 @contextmanager
 def _stderr_captured() -> Iterator[Callable[[], list[str]]]:
     """llama.cpp reports why a load failed only on file descriptor 2: catch it while loading;
-    whatever was written is passed on to the real stderr afterwards, so nothing is lost."""
+    whatever else it wrote is passed on to this module's logger at debug level (third-party
+    chatter, shown with the CLI's -vv), so nothing is lost and stderr stays logwarden's own."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
@@ -319,7 +322,7 @@ def _stderr_captured() -> Iterator[Callable[[], list[str]]]:
             text = tmp.read().decode("utf-8", "replace")
             lines.extend(text.splitlines())
             if text and not any(" E " in line for line in lines):
-                sys.stderr.write(text)
+                _LIBRARY_LOG.debug("while loading:\n%s", text.rstrip())
 
 
 def _raise_on_grammar_error(outcomes: Sequence[_Outcome]) -> None:

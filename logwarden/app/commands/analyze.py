@@ -16,9 +16,11 @@ from logwarden.app.cli_common import (
     handle_errors,
     json_option,
     make_engine_options,
+    open_for_writing,
     open_store_from,
     print_json,
     sigma_option,
+    write_lines,
 )
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
@@ -36,22 +38,30 @@ from logwarden.schemas import RISK_LEVELS
 @click.option("--max-batch", type=int, default=None, help="Most windows per model call (default 8).")
 @click.option("--throughput", is_flag=True,
               help="CUDA: feed the model the largest batches that fit in free GPU memory (no effect on CPU).")
-@click.option("--resume", is_flag=True, help="Continue each file from the offset stored by an earlier run.")
+@click.option("--resume", is_flag=True,
+              help="Continue each file where an earlier run stopped (a rotated or compressed file by its content).")
+@click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
+              "(default: LOGWARDEN_NODE, else the path alone).")
+@click.option("--final", is_flag=True,
+              help="The files are complete: read an unterminated last line too (by default it is held back "
+                   "for --resume, unless the file is compressed or rotated).")
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
-@click.option("--out", "export_out", default="-", show_default=True, help="Export destination file ('-' = stdout).")
+@click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
 @sigma_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, export_format, export_out, db_url, as_json,
-            sigma_paths, **engine_kw):
+def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, node, final, export_format,
+            export_out, sigma_paths, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     settings = get_settings()
+    export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions(rules_only=rules_only, llm_policy=llm_policy, max_batch=engine_opts.max_batch,
-                         include=include, exclude=exclude, resume=resume, sigma=sigma_paths,
+                         include=include, exclude=exclude, resume=resume, final=final, node=node or settings.node,
+                         sigma=sigma_paths,
                          window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                          prompt_token_budget=settings.prompt_token_budget, max_new_tokens=settings.max_new_tokens)
     store = open_store_from(db_url)
@@ -68,8 +78,9 @@ def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume,
         metrics = pipeline.analyze(paths)
     run_records = _run_records(store, pipeline.run_id)
     _print_summary(metrics)
+    _print_notes(metrics)
     if export_format:
-        _export(run_records, export_format, export_out)
+        _export(run_records, export_format, export_file)
     if as_json:
         print_json({"run_id": pipeline.run_id, "metrics": metrics.as_dict(),
                     "records": [r.model_dump(mode="json") for r in run_records]})
@@ -83,18 +94,29 @@ def _run_records(store, run_id: str):
     return store.query_records(filters, order_by="risk_score", descending=True, limit=100_000)
 
 
-def _export(records, fmt: str, out: str) -> None:
+def _export_target(fmt: str | None, out: str | None, as_json: bool):
+    """Where --export writes, checked before any work: stdout, or a file that can be written."""
+    if fmt is None:
+        if out is not None:
+            raise click.UsageError("--out is where --export writes: give --export FORMAT too")
+        return None
+    if out in (None, "-"):
+        if as_json:
+            raise click.UsageError("--json prints the run on stdout: send --export elsewhere with --out FILE")
+        return None
+    return open_for_writing(out)
+
+
+def _export(records, fmt: str, out) -> None:
     from logwarden.app.export import export_records
 
     lines = export_records(records, fmt)
-    if out == "-":
+    if out is None:
         for line in lines:
             click.echo(line)
         return
-    with open(out, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(line + "\n")
-    err_console.print(f"exported {len(records)} records as {fmt} to {out}", highlight=False)
+    write_lines(out, lines)
+    err_console.print(f"exported {len(records)} records as {fmt} to {out.name}", highlight=False)
 
 
 class _progress:
@@ -151,6 +173,8 @@ def _print_summary(m: RunMetrics) -> None:
                   + (f" ({m.rare_line_coverage:.0%})" if m.rare_line_coverage is not None else "")),
                  ("ungrounded entities removed", f"{m.entities_ungrounded:,}/{m.entities_named:,}"
                   + (f" ({m.ungrounded_rate:.1%})" if m.ungrounded_rate is not None else ""))]
+    rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
+                                                ("lines cut at the length limit", m.truncated_lines)) if value]
     rows += [(f"records {level}", m.records_by_level[level]) for level in reversed(RISK_LEVELS)
              if level in m.records_by_level]
     rows += [(f"  {cat}", n) for cat, n in sorted(m.records_by_category.items(), key=lambda kv: -kv[1])]
@@ -159,3 +183,12 @@ def _print_summary(m: RunMetrics) -> None:
     for name, value in rows:
         table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
     err_console.print(table)
+
+
+def _print_notes(m: RunMetrics) -> None:
+    if m.held_back_lines:
+        err_console.print(f"note: {m.held_back_lines} file(s) end in a line without a newline (still being "
+                          "written?); it was left for `--resume` — pass --final to read it now", highlight=False)
+    if m.truncated_lines:
+        err_console.print(f"note: {m.truncated_lines} line(s) were longer than the line limit; their first "
+                          "64 KiB were analysed and the text ends in '… [truncated N bytes]'", highlight=False)

@@ -7,7 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import click
 
-from logwarden.app.cli_common import db_option, err_console, handle_errors, open_store_from
+from logwarden.app.cli_common import (
+    db_option, err_console, handle_errors, open_for_writing, open_store_from, write_lines,
+)
 from logwarden.errors import ConfigError, InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS
 
@@ -33,18 +35,18 @@ def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db
     from logwarden.app.export import export_records
     from logwarden.app.store import RecordFilter
 
+    target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
     store = open_store_from(db_url)
     filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=tuple(category))
     records = _all_records(store, filters)
     lines = list(export_records(records, fmt))
     if forward:
         _forward(fmt, lines, forward, token_env, insecure)
-    elif out == "-":
+    elif target is None:
         for line in lines:
             click.echo(line)
     else:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.writelines(line + "\n" for line in lines)
+        write_lines(target, lines)
     err_console.print(f"{len(lines)} records exported as {fmt}" + (f" to {forward}" if forward else ""),
                       highlight=False)
 

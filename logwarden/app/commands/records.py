@@ -31,7 +31,8 @@ def records() -> None:
 @click.option("--status", type=click.Choice(STATUSES), multiple=True, help="Only these review statuses.")
 @click.option("--source", multiple=True, help="Only records from these source paths.")
 @click.option("--search", default=None, help="Free text over anomaly, trace, recommendation and indicators.")
-@click.option("--limit", type=int, default=50, show_default=True, help="Most records to print.")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Most records to print; 0 = all. When more match, stderr says how many.")
 @db_option
 @json_option
 @handle_errors
@@ -42,7 +43,10 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
     store = open_store_from(db_url)
     filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
                            sources=tuple(source), text=search)
-    rows = store.query_records(filters, order_by="risk_score", descending=True, limit=limit)
+    total = store.count_records(filters)
+    rows = store.query_records(filters, order_by="risk_score", descending=True, limit=limit or total)
+    shown = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
+    err_console.print(shown, highlight=False)
     if as_json:
         print_json([r.model_dump(mode="json") for r in rows])
         return
@@ -52,7 +56,6 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
     for r in rows:
         table.add_row(r.id[:12], r.risk_level, r.category, r.source, f"{r.line_start}-{r.line_end}",
                       ",".join(r.detections), r.anomaly[:100])
-    err_console.print(f"{store.count_records(filters)} matching records", highlight=False)
     out_console.print(table)
 
 
@@ -85,8 +88,8 @@ def db() -> None:
 @json_option
 @handle_errors
 def db_info(db_url, as_json):
-    """Store URL, schema version, row counts and file size."""
-    info = open_store_from(db_url).info()
+    """Store URL, schema version, row counts and file size (read-only: creates and migrates nothing)."""
+    info = open_store_from(db_url, readonly=True).info()
     if as_json:
         print_json(info)
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -54,7 +55,10 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
     records = prepared.records(stream, engine)
     if not no_store:
         open_store_from(db_url).upsert_records(records)
-    _print_records(records, as_json)
+    if as_json:
+        print_json(_report(prepared, stream, records))
+        return
+    _print_records(records)
 
 
 def _read_snippet(text: str | None) -> str:
@@ -76,10 +80,33 @@ def _print_stats(stream) -> None:
                       f"prompt {s.prompt_tokens} tokens ({s.cached_prefix_tokens} cached)", highlight=False)
 
 
-def _print_records(records, as_json: bool) -> None:
-    if as_json:
-        print_json([r.model_dump(mode="json") for r in records])
-        return
+def _report(prepared, stream, records) -> dict:
+    """Everything triage knows, every time: the verdict, the model's answer as it gave it (whatever
+    its schema), the generation's stats, and the records (none when benign)."""
+    generation = stream.generation if stream is not None else None
+    answer = _parsed(generation.text) if generation is not None else None
+    return {
+        "verdict": max(records, key=lambda r: r.risk_score).risk_level if records else "benign",
+        "category": max(records, key=lambda r: r.risk_score).category if records else "benign",
+        "format": prepared.format,
+        "rules": sorted({s.rule_id for s in prepared.signals}),
+        "assessment": answer,
+        "model_output": generation.text if generation is not None and answer is None else None,
+        "model_error": generation.error if generation is not None else
+        ("the stream ended before the model finished" if stream is not None else None),
+        "stats": generation.stats.as_dict() if generation is not None else None,
+        "records": [r.model_dump(mode="json") for r in records],
+    }
+
+
+def _parsed(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _print_records(records) -> None:
     if not records:
         click.echo("verdict: benign (no rule fired, the model saw nothing worth a record)")
     for r in records:

@@ -24,11 +24,14 @@ from logwarden.app.config import get_settings
               help="Analyse as soon as a file has this many new lines (default 500).")
 @click.option("--from-start", is_flag=True, help="Read files that exist at start from their beginning (default: tail).")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
+@click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
+              "(default: LOGWARDEN_NODE, else the path alone).")
 @sigma_option
 @engine_options
 @db_option
 @handle_errors
-def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, db_url, sigma_paths, **engine_kw):
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, sigma_paths, db_url,
+          **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.watch import Watcher
@@ -47,7 +50,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
                       max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
                       partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
-                      status=_status_printer())
+                      status=_status_printer(), node=node or settings.node)
     err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
     stats = watcher.run(max_seconds=max_seconds)
     err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)

@@ -1,14 +1,17 @@
 """Which files to read: expand the user's paths (files and folders) into a deterministic list.
 
 Owns: recursion, include/exclude globs, rotation-aware ordering (oldest rotated file first),
-de-duplication, and turning an unreadable folder into an `ErrorRow`. It does not open files or
-judge their content (that is `reader.sniff_binary`): nothing is skipped by its name alone.
+what a rotated name looks like, de-duplication, refusing paths that are not regular files
+(a FIFO or a device would be read forever), and turning an unreadable folder into an `ErrorRow`.
+It does not open files or judge their content (that is `reader.sniff_binary`): nothing is
+skipped by its name alone.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
@@ -18,6 +21,14 @@ from logwarden.app.models import ErrorRow
 
 # auth.log.2.gz → ("auth.log", 2); auth.log → ("auth.log", 0)
 _ROTATED = re.compile(r"^(?P<base>.+?)\.(?P<n>\d{1,4})(?P<ext>\.(?:gz|bz2|xz|zst))?$")
+# logrotate's dateext: auth.log-20240101, auth.log-2024010112(.gz)
+_DATEEXT = re.compile(r"^.+-\d{8}(?:\d{2})?(?:\.(?:gz|bz2|xz|zst))?$")
+
+
+def is_rotated_name(name: str) -> bool:
+    """`auth.log.1`, `auth.log.2.gz`, `auth.log-20240101`: a file logrotate has moved aside,
+    which nothing appends to any more."""
+    return _ROTATED.match(name) is not None or _DATEEXT.match(name) is not None
 
 
 def rotation_sort_key(name: str) -> tuple[str, int, str]:
@@ -63,9 +74,17 @@ def _found_files(roots: list[Path], include: Sequence[str],
 
 def _checked_root(path: str | Path) -> Path:
     root = Path(os.path.abspath(os.path.expanduser(str(path))))
-    if not root.exists():
+    try:
+        mode = root.stat().st_mode
+    except FileNotFoundError:
         raise InputError(f"{path}: no such file or folder. Check the path (globs are expanded by "
-                         f"the shell, not by logwarden).")
+                         f"the shell, not by logwarden).") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise InputError(f"{path}: not a regular file or folder (a FIFO, socket or device would be "
+                         f"read forever). Save the data to a file first, or pipe one snippet to "
+                         f"`logwarden triage -`.")
     return root
 
 

@@ -4,8 +4,10 @@ Owns: opening (plain, gzip, bzip2, xz: chosen by magic bytes, not by name), Wind
 (each event record becomes one line of JSON; their offsets count records), sniffing binary
 content, splitting on `\\n` in large binary reads, decoding UTF-8 without dropping a line,
 truncating overlong lines with a visible marker, and reporting damage as `ErrorRow`s.
-Offsets of compressed files are offsets in the decompressed stream. It knows nothing about
-log formats or where offsets are persisted.
+Offsets of compressed files are offsets in the decompressed stream. A read that resumes checks
+first that the file still has the fingerprint of what was read before (`identity`); if not,
+it reads nothing and says so (`changed`). It knows nothing about log formats or where offsets
+are persisted.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import lzma
 import os
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from logwarden.app.ingest.identity import Fingerprint, head_of
 from logwarden.app.models import ErrorRow, LogLine
 
 log = logging.getLogger(__name__)
@@ -62,6 +66,28 @@ def read_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
                          max_line_bytes=max_line_bytes, final_partial=final_partial))
 
 
+def is_compressed(path: Path) -> bool:
+    """gzip, bzip2 or xz by its magic bytes (a compressed file is final: nothing is appended)."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except OSError:
+        return False
+    return any(magic.startswith(prefix) for prefix, _ in _OPENERS)
+
+
+@contextmanager
+def open_content(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
+    """The file's content as a binary stream (decompressed when it is compressed) and whether it
+    is an EVTX file. Raises `OSError` when it cannot be opened."""
+    with open(path, "rb") as raw:
+        stream = _decompressing(raw)
+        try:
+            yield stream, _is_evtx(stream)
+        finally:
+            stream.close()
+
+
 def read_complete_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
                         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> TailRead:
     """Only newline-terminated lines; after iterating, `.end_offset`/`.next_line_no` say where
@@ -83,10 +109,16 @@ class TailRead:
 
     `end_offset` is the byte offset just after the last yielded line and `next_line_no` the
     number the next line will get: exactly what a tailer persists to resume without loss or dup.
+    `fingerprint` identifies what was read (see `identity`). With `expect` (the fingerprint
+    stored with `start_offset`), a file whose head no longer has it, or that is shorter than
+    `start_offset`, is not read: `changed` is set instead (copytruncate, another file, or a copy
+    still being written: `short` says it is only shorter).
+    `held_back` says an unterminated last line was left for later (`final_partial=False`).
     """
 
     def __init__(self, path: Path, *, start_offset: int = 0, start_line: int = 1,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, final_partial: bool = True):
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, final_partial: bool = True,
+                 expect: Fingerprint | None = None):
         self.path = Path(path)
         self.source = str(path)
         self.start_offset = start_offset
@@ -94,12 +126,28 @@ class TailRead:
         self.next_line_no = start_line
         self.max_line_bytes = max_line_bytes
         self.final_partial = final_partial
+        self.expect = expect
         self.inode = 0
+        self.head = b""
+        self.compressed = False
+        self.changed = False
+        self.short = False
+        self.held_back = False
+        self.truncated_lines = 0
+        self.missing = False  # gone when it was opened (renamed or deleted a moment before)
+        self._evtx = False
+
+    @property
+    def fingerprint(self) -> Fingerprint | None:
+        """What was read so far, as `identity` remembers it (EVTX offsets count records)."""
+        consumed = len(self.head) if self.end_offset and self._evtx else self.end_offset
+        return Fingerprint.of(self.head, consumed)
 
     def __iter__(self) -> Iterator[LogLine | ErrorRow]:
         try:
             raw = open(self.path, "rb")  # noqa: SIM115 - closed below, also when damaged
         except OSError as exc:
+            self.missing = isinstance(exc, FileNotFoundError)
             yield self._error(None, _open_failure(exc))
             return
         with raw:
@@ -108,6 +156,7 @@ class TailRead:
             except OSError as exc:
                 yield self._error(None, f"cannot read ({exc.strerror or exc})")
                 return
+            self.compressed = stream is not raw
             try:
                 yield from self._read(stream)
             finally:
@@ -115,7 +164,12 @@ class TailRead:
 
     def _read(self, stream: BinaryIO) -> Iterator[LogLine | ErrorRow]:
         self.inode = _inode(stream)
-        if _is_evtx(stream):
+        self._evtx = _is_evtx(stream)
+        self.head = head_of(stream, evtx=self._evtx)
+        if self._identity_changed(stream):
+            self.changed = True
+            return
+        if self._evtx:
             yield from self._evtx_records(stream)
             return
         problem = self._check_content(stream)
@@ -132,12 +186,25 @@ class TailRead:
             error.line_no = self.next_line_no
             yield error
 
+    def _identity_changed(self, stream: BinaryIO) -> bool:
+        if self.expect is not None and not self.expect.matches(self.head):
+            return True
+        if self.compressed or self._evtx:
+            return False
+        try:
+            self.short = os.fstat(stream.fileno()).st_size < self.start_offset
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            return False
+        return self.short
+
     def _lines(self, splitter: _LineSplitter) -> Iterator[LogLine]:
         for offset, line_no, text, dropped, terminated in splitter:
             if not terminated and not self.final_partial:
+                self.held_back = True
                 return
             self.end_offset = splitter.offset
             self.next_line_no = line_no + 1
+            self.truncated_lines += bool(dropped)
             yield _log_line(self.source, self.inode, offset, line_no, text, dropped)
 
     def _check_content(self, stream: BinaryIO) -> ErrorRow | None:

@@ -25,6 +25,9 @@ class Parser(Protocol):
 def new_event(line: LogLine, fmt: str, *, ts: datetime | None = None, host: str | None = None,
               program: str | None = None, message: str = "",
               fields: dict[str, Any] | None = None) -> Event:
+    fields = {} if fields is None else fields
+    if line.truncated:  # longer than the ingest limit: only its head was kept (see `raw`'s marker)
+        fields["truncated"] = True
     return Event(source=line.source, line_no=line.line_no, offset=line.offset, raw=line.text,
                  format=fmt, ts=ts, host=host, program=program, message=message,
-                 fields={} if fields is None else fields, inode=line.inode)
+                 fields=fields, inode=line.inode)

@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from logwarden.app.models import Event, LogLine
+from logwarden.app.parse import bounded_json
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.messages import add_message_fields, app_failure_fields
 from logwarden.app.parse.timestamps import parse_any
 from logwarden.app.parse.web import json_access_fields, split_host_port, zeek_event
 
-_decoder = json.JSONDecoder()
 _SUMMARY_MAX = 300
 # EventData keys an analyst reads first; the summary shows these before the rest.
 _WINDOWS_SUMMARY_KEYS = (
@@ -38,7 +38,7 @@ def load_object(text: str) -> dict | None:
     if not stripped.startswith("{"):  # cheap reject before paying for an exception
         return None
     try:
-        value = json.loads(stripped)
+        value = bounded_json.loads(stripped)  # a nesting bomb is "not JSON"
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -503,7 +503,7 @@ def _top_level_value(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     items, end = _records_of_object(text, pos)
     if items is not None:
         return items, end
-    value, end = _decoder.raw_decode(text, pos)
+    value, end = bounded_json.raw_decode(text, pos)
     return [(pos, value)], end
 
 
@@ -511,7 +511,7 @@ def _array_items(text: str, pos: int) -> tuple[list[tuple[int, Any]], int]:
     items: list[tuple[int, Any]] = []
     pos = _skip_space(text, pos + 1)
     while text[pos] != "]":
-        value, end = _decoder.raw_decode(text, pos)
+        value, end = bounded_json.raw_decode(text, pos)
         items.append((pos, value))
         pos = _BETWEEN.match(text, end).end()
     return items, pos + 1
@@ -522,7 +522,7 @@ def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | Non
     items = None
     pos = _skip_space(text, pos + 1)
     while text[pos] != "}":
-        key, pos = _decoder.raw_decode(text, pos)
+        key, pos = bounded_json.raw_decode(text, pos)
         pos = _skip_space(text, pos)
         if text[pos] != ":":
             raise ValueError("expected ':'")
@@ -530,7 +530,7 @@ def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | Non
         if key in ("Records", "records") and text[pos] == "[":  # CloudTrail, Azure Monitor exports
             items, pos = _array_items(text, pos)
         else:
-            _, pos = _decoder.raw_decode(text, pos)
+            _, pos = bounded_json.raw_decode(text, pos)
         pos = _BETWEEN.match(text, pos).end()
     return items, pos + 1
 

@@ -5,7 +5,8 @@ Owns the header grammar (PRI, timestamp, host, `program[pid]:` tag) and unwrappi
 "message repeated N times: [ … ]" (the inner message becomes `message`, N the field `repeat`, so
 five failed logins folded into one line still count five). What sshd/PAM/sudo/… messages state
 (address, account, …) is added by `messages.py`. Year-less dates get their year from
-`timestamps.YearGuesser`.
+`timestamps.YearGuesser`; an impossible one (Feb 30) leaves `ts` None and keeps the stamp in
+`fields["timestamp_invalid"]`, so the line is still read as syslog and its detectors still run.
 """
 
 from __future__ import annotations
@@ -77,9 +78,9 @@ class SyslogParser:
         if month is None:
             return None
         ts = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
-        if ts is None:  # Feb 30, 25:00: not a real syslog header
-            return None
         fields = _fields(program, pid)
+        if ts is None:  # Feb 30, 25:00: a damaged or forged stamp; the rest of the line is still syslog
+            fields["timestamp_invalid"] = f"{mon} {day} {hh}:{mm}:{ss}"
         message = _unfold(message, fields)
         return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
                          fields=add_message_fields(fields, program, message))

@@ -2,7 +2,9 @@
 
 Owns: turning those strings into `datetime`s (aware when the log states a zone, naive local time
 otherwise), inferring the missing year of RFC 3164 dates, and the timestamp heuristic used for
-lines no parser recognises. Impossible dates (Feb 30) give None, never an exception to callers.
+lines no parser recognises. Impossible dates (Feb 30) give None, never an exception to callers;
+a year-less Feb 29 gets the latest leap year not after the reference time (the log cannot be
+from a year without one).
 Knows nothing about Events or which format a line is.
 """
 
@@ -122,11 +124,15 @@ class YearGuesser:
         return year
 
     def _guess(self, month: int, day: int) -> int:
-        try:
-            candidate = date(self.ref_year, month, day)
-        except ValueError:  # Feb 29 outside a leap year, or impossible: let the caller fail
-            return self.ref_year
-        return self.ref_year - 1 if candidate > self.ref_date else self.ref_year
+        # Feb 29 exists one year in four: look back (at most 8 years, the Gregorian gap) for one.
+        for year in range(self.ref_year, self.ref_year - 9, -1):
+            try:
+                candidate = date(year, month, day)
+            except ValueError:  # Feb 29 outside a leap year, or impossible (Feb 30): try earlier
+                continue
+            if candidate <= self.ref_date:
+                return year
+        return self.ref_year  # impossible in every year: the caller gets None from make_datetime
 
     def settle(self, ts: datetime) -> datetime:
         """Apply the New Year rule against the previous line and remember `ts`."""

@@ -1,8 +1,8 @@
 """Dashboard aggregates over filtered records, computed in SQL.
 
-SQLite gets the fast path (GROUP BY on indexed columns, `strftime` buckets, `json_each` over the
-JSON list columns); other dialects get `date_trunc` (PostgreSQL) or a Python fallback over the
-filtered rows, which is correct but reads every matching row.
+SQLite gets `strftime` buckets and `json_each` over the JSON list columns, PostgreSQL `date_trunc`
+and `json_array_elements`; both GROUP BY in SQL. Any other dialect gets a Python fallback over
+the filtered rows, which is correct but reads every matching row.
 
 Owns: the aggregate queries. Does not know about transactions, the UI or charts.
 """
@@ -13,7 +13,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, func, select, true
+from sqlalchemy import JSON, Connection, column, func, select, true
 
 from logwarden.errors import InputError
 from logwarden.app.store.filters import where
@@ -75,7 +75,11 @@ def top_indicators(conn: Connection, f: RecordFilter, *, kind: str = "ips", limi
     if not _has_json_each(conn):
         counts = Counter(v for ind in _column_values(conn, f, Record.indicators) for v in set(ind.get(kind, [])))
         return [IndicatorCount(v, n) for v, n in _top(counts, limit)]
-    each = func.json_each(Record.indicators, f"$.{kind}").table_valued("value").alias("each_value")
+    if conn.dialect.name == "postgresql":
+        each = func.json_array_elements_text(Record.indicators.op("->")(kind)).table_valued("value")
+    else:
+        each = func.json_each(Record.indicators, f"$.{kind}").table_valued("value")
+    each = each.alias("each_value")
     count = func.count(func.distinct(Record.id))
     stmt = (select(each.c.value, count).select_from(Record).join(each, true()).where(where(f))
             .group_by(each.c.value).order_by(count.desc(), each.c.value).limit(limit))
@@ -88,8 +92,12 @@ def technique_counts(conn: Connection, f: RecordFilter) -> list[TechniqueCount]:
         counts = Counter((t["id"], t.get("tactic", "")) for ts in _column_values(conn, f, Record.techniques)
                          for t in ts)
         return [TechniqueCount(tid, tactic, n) for (tid, tactic), n in _top(counts, None)]
-    each = func.json_each(Record.techniques).table_valued("value").alias("each_technique")
-    tid, tactic = func.json_extract(each.c.value, "$.id"), func.json_extract(each.c.value, "$.tactic")
+    if conn.dialect.name == "postgresql":
+        each = func.json_array_elements(Record.techniques).table_valued(column("value", JSON)).alias("each_technique")
+        tid, tactic = each.c.value.op("->>")("id"), each.c.value.op("->>")("tactic")
+    else:
+        each = func.json_each(Record.techniques).table_valued("value").alias("each_technique")
+        tid, tactic = func.json_extract(each.c.value, "$.id"), func.json_extract(each.c.value, "$.tactic")
     count = func.count()
     stmt = (select(tid, tactic, count).select_from(Record).join(each, true()).where(where(f))
             .group_by(tid, tactic).order_by(count.desc(), tid))
@@ -113,7 +121,8 @@ def kpis(conn: Connection, f: RecordFilter) -> dict[str, Any]:
 
 
 def _has_json_each(conn: Connection) -> bool:
-    return conn.dialect.name == "sqlite"
+    """SQLite's json_each or PostgreSQL's json_array_elements: the JSON lists unnest in SQL."""
+    return conn.dialect.name in ("sqlite", "postgresql")
 
 
 def _lines_analysed(conn: Connection, f: RecordFilter) -> int:
@@ -139,7 +148,7 @@ def _bucket_dialect(conn: Connection) -> str:
 def _sql_buckets(conn: Connection, f: RecordFilter, bucket_expr: Any) -> list[TimeCount]:
     bucket = bucket_expr.label("bucket")
     stmt = (select(bucket, Record.risk_level, func.count()).where(where(f), Record.last_ts.is_not(None))
-            .group_by(bucket, Record.risk_level).order_by(bucket, Record.risk_rank))
+            .group_by(bucket, Record.risk_level, Record.risk_rank).order_by(bucket, Record.risk_rank))
     return [TimeCount(_as_bucket_time(b), level, n) for b, level, n in conn.execute(stmt)]
 
 

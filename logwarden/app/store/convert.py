@@ -48,20 +48,20 @@ def evidence_rows(record: RiskRecord) -> list[dict[str, Any]]:
 
 
 def window_to_row(window: WindowRow, *, now: datetime) -> dict[str, Any]:
-    return {"source": window.source, "inode": window.inode, "line_start": window.line_start,
-            "line_end": window.line_end, "line_count": window.line_count, "verdict": window.verdict,
-            "record_ids": list(window.record_ids), "run_id": window.run_id, "created_at": now}
+    return {"source": window.source, "inode": window.inode, "generation": window.generation,
+            "line_start": window.line_start, "line_end": window.line_end, "line_count": window.line_count,
+            "verdict": window.verdict, "record_ids": list(window.record_ids), "run_id": window.run_id,
+            "created_at": now}
 
 
 def row_to_window(row: Mapping[str, Any]) -> WindowRow:
     return WindowRow(source=row["source"], inode=row["inode"], line_start=row["line_start"],
                      line_end=row["line_end"], line_count=row["line_count"], verdict=row["verdict"],
-                     record_ids=list(row["record_ids"]), run_id=row["run_id"])
+                     record_ids=list(row["record_ids"]), run_id=row["run_id"], generation=row["generation"])
 
 
 def row_to_source(row: Mapping[str, Any]) -> SourceState:
-    return SourceState(path=row["path"], inode=row["inode"], offset=row["offset"], line_no=row["line_no"],
-                       format=row["format"], miner_state=row["miner_state"], updated_at=row["updated_at"])
+    return SourceState(**{name: row[name] for name in SourceState.__slots__})
 
 
 def row_to_run(row: Mapping[str, Any]) -> RunInfo:

@@ -1,11 +1,17 @@
 """Turn a SQLAlchemy URL into a ready `Engine`: parent folders, SQLite pragmas, transaction mode.
 
+SQLite (the embedded default) and PostgreSQL (`postgresql+psycopg://user@host/db`, psycopg 3: a
+store shared by watchers on several hosts) are the tested dialects.
+
 SQLite is opened by several processes at once (the watcher writes while the UI reads), so every
 connection gets WAL (readers never block the writer), `synchronous=NORMAL` (durable at each WAL
 checkpoint, safe against corruption, much faster than FULL), foreign keys and a busy timeout.
 Write transactions start with `BEGIN IMMEDIATE`: a deferred transaction that reads first and
 then writes fails at once with SQLITE_BUSY when another process committed in between, and the
 busy timeout does not help it; taking the write lock up front makes writers queue instead.
+
+A read-only engine (`readonly=True`, for `db info`) creates nothing: no folder, no file, and
+SQLite is opened with `mode=ro`, so not even the WAL setting is written.
 
 Owns: engine creation and the BEGIN hook. Does not know about tables or records.
 """
@@ -20,7 +26,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from logwarden.errors import StoreError
+from logwarden.errors import StoreInputError
 
 BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "logwarden_write"
@@ -30,7 +36,7 @@ def parse_url(url: str) -> URL:
     try:
         return make_url(url)
     except ArgumentError as exc:
-        raise StoreError(f"Bad database URL {url!r}: {exc}. Use e.g. sqlite:////abs/path/logwarden.db "
+        raise StoreInputError(f"Bad database URL {url!r}: {exc}. Use e.g. sqlite:////abs/path/logwarden.db "
                          "or postgresql+psycopg://user@host/db (set LOGWARDEN_DB or --db).") from exc
 
 
@@ -41,23 +47,43 @@ def is_sqlite(url: URL) -> bool:
 def sqlite_file(url: URL) -> Path | None:
     """The database file of a SQLite URL; None for in-memory databases."""
     database = url.database or ""
-    if database in ("", ":memory:") or database.startswith("file::memory:"):
+    if database.startswith("file:"):  # SQLite URI syntax (the read-only engine uses it)
+        database = database[len("file:"):].split("?", 1)[0]
+    if database in ("", ":memory:") or url.query.get("mode") == "memory":
         return None
     return Path(database).expanduser()
 
 
-def make_engine(url_text: str) -> Engine:
+def make_engine(url_text: str, *, readonly: bool = False) -> Engine:
     url = parse_url(url_text)
     if is_sqlite(url):
-        _prepare_sqlite_dir(url)
+        url = _readonly_sqlite(url) if readonly else url
+        if not readonly:
+            _prepare_sqlite_dir(url)
     try:
         engine = create_engine(url, **_engine_kwargs(url))
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
-        raise StoreError(f"Cannot open database {url.render_as_string(hide_password=True)!r}: {exc}. "
-                         "Check the URL's driver name and that its Python driver is installed.") from exc
+        raise StoreInputError(f"Cannot open database {url.render_as_string(hide_password=True)!r}: {exc}. "
+                              "Check the URL's driver name and that its Python driver is installed "
+                              "(PostgreSQL: postgresql+psycopg://…, pip install 'logwarden[postgresql]').") from exc
     if is_sqlite(url):
-        _install_sqlite_hooks(engine)
+        _install_sqlite_hooks(engine, readonly=readonly)
     return engine
+
+
+def _readonly_sqlite(url: URL) -> URL:
+    """The same file opened read-only through SQLite's URI syntax; it must exist. Without a WAL
+    file beside it (no writer has it open) it is opened `immutable`, so that SQLite does not
+    create its -wal/-shm companions either."""
+    path = sqlite_file(url)
+    if path is None:
+        return url
+    if not path.is_file():
+        raise StoreInputError(f"No database at {path}: nothing to show. It is created by "
+                              "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
+    quiet = not path.with_name(path.name + "-wal").exists()
+    mode = {"immutable": "1"} if quiet else {"mode": "ro"}
+    return url.set(database=f"file:{path.resolve()}", query={**url.query, **mode, "uri": "true"})
 
 
 def _engine_kwargs(url: URL) -> dict[str, Any]:
@@ -78,23 +104,27 @@ def _prepare_sqlite_dir(url: URL) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(f"Cannot create the database folder {path.parent}: {exc.strerror}. "
+        raise StoreInputError(f"Cannot create the database folder {path.parent}: {exc.strerror}. "
                          "Choose a writable location with --db or LOGWARDEN_DB / LOGWARDEN_HOME.") from exc
 
 
-def _install_sqlite_hooks(engine: Engine) -> None:
+def _install_sqlite_hooks(engine: Engine, *, readonly: bool = False) -> None:
+    pragmas = [f"busy_timeout={BUSY_TIMEOUT_MS}"]
+    if not readonly:
+        pragmas = ["journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON", *pragmas]
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Autocommit at the driver level so that SQLAlchemy's "begin" hook below decides how
         # each transaction starts (pysqlite's own implicit BEGIN would always be DEFERRED).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "foreign_keys=ON",
-                       f"busy_timeout={BUSY_TIMEOUT_MS}"):
+        for pragma in pragmas:
             cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "DEFERRED"
+        write = conn.get_execution_options().get(WRITE_OPTION) and not readonly
+        mode = "IMMEDIATE" if write else "DEFERRED"
         conn.exec_driver_sql(f"BEGIN {mode}")

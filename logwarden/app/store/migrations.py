@@ -15,8 +15,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from sqlalchemy import (
-    JSON, Column, Connection, DateTime, ForeignKey, Index, Integer, MetaData, String, Table, Text,
-    inspect, insert, select, text,
+    JSON, BigInteger, Column, Connection, DateTime, ForeignKey, Index, Integer, MetaData, String, Table, Text,
+    inspect, insert, literal, select, text,
 )
 
 from logwarden.errors import StoreError
@@ -92,9 +92,60 @@ def _step_record_grounding(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE records ADD COLUMN ungrounded JSON NOT NULL DEFAULT '[]'"))
 
 
+def _sources_v2(md: MetaData, name: str = "sources") -> Table:
+    """Sources keyed by (path, inode, generation) and remembered by content (issue 16)."""
+    return Table(
+        name, md,
+        Column("path", Text, primary_key=True),
+        Column("inode", BigInteger, primary_key=True, autoincrement=False),
+        Column("generation", Integer, primary_key=True, autoincrement=False),
+        Column("offset", BigInteger, nullable=False), Column("line_no", BigInteger, nullable=False),
+        Column("format", String(40)), Column("miner_state", Text),
+        Column("fingerprint", String(64)), Column("fingerprint_len", Integer, nullable=False),
+        Column("fingerprint_prefix", String(64)),
+        Column("updated_at", DateTime, nullable=False))
+
+
+def _step_source_identity(conn: Connection) -> None:
+    """File identity by content: sources get a generation (a truncated file restarts at line 1
+    as a new generation) and the fingerprint of what was read; windows carry the generation in
+    their unique span; `watched_folders` remembers which folders a watcher has ever followed
+    (only files that were there before that are "present at start"). PostgreSQL's 32-bit
+    integers become 64-bit where inodes and byte offsets live (SQLite's already are)."""
+    md = MetaData()
+    old = _v1_metadata().tables["sources"]
+    new = _sources_v2(md, "sources_v2")
+    new.create(conn)
+    columns = ["path", "inode", "offset", "line_no", "format", "miner_state", "updated_at"]
+    conn.execute(insert(new).from_select(
+        [*columns, "generation", "fingerprint_len"],
+        select(*(old.c[name] for name in columns), literal(0), literal(0))))
+    old.drop(conn)
+    conn.execute(text("ALTER TABLE sources_v2 RENAME TO sources"))
+    conn.execute(text("ALTER TABLE windows ADD COLUMN generation INTEGER NOT NULL DEFAULT 0"))
+    conn.execute(text("DROP INDEX ux_windows_span"))
+    conn.execute(text("CREATE UNIQUE INDEX ux_windows_span ON windows "
+                      "(source, inode, generation, line_start, line_end)"))
+    Table("watched_folders", md, Column("path", Text, primary_key=True),
+          Column("first_watched_at", DateTime, nullable=False)).create(conn)
+    if conn.dialect.name == "postgresql":
+        for table, column in (("records", "inode"), ("windows", "inode"), ("errors", '"offset"')):
+            conn.execute(text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE BIGINT"))
+
+
+def _step_run_owner(conn: Connection) -> None:
+    """Runs remember the host and process that run them, so that a run whose process died
+    (kill -9, a crash) can be marked `aborted` by the next start on that host."""
+    conn.execute(text("ALTER TABLE runs ADD COLUMN host VARCHAR(200)"))
+    conn.execute(text("ALTER TABLE runs ADD COLUMN pid INTEGER"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
+    # issue 16 (separate steps, so that other branches' steps can be ordered around them)
+    (3, "source identity: generations, fingerprints, watched folders", _step_source_identity),
+    (4, "run owner: host and pid", _step_run_owner),
 )
 LATEST_VERSION = STEPS[-1][0]
 
@@ -114,8 +165,17 @@ def current_version(conn: Connection) -> int:
     return max(versions, default=0)
 
 
+MIGRATION_LOCK = 0x6C6F6777  # "logw": PostgreSQL advisory lock id that serialises migrations
+
+
 def migrate(conn: Connection) -> list[int]:
-    """Apply the pending steps in order inside the caller's transaction; returns the versions applied."""
+    """Apply the pending steps in order inside the caller's transaction; returns the versions applied.
+
+    Several processes may open a fresh database at once (watchers on several hosts): SQLite's
+    write lock (BEGIN IMMEDIATE) serialises them; on PostgreSQL a transaction-scoped advisory
+    lock does, so the second one finds the steps applied and does nothing."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
     _versions.create_all(conn)
     have = current_version(conn)
     if have > LATEST_VERSION:

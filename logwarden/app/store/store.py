@@ -1,24 +1,32 @@
 """`Store`: the one door to the database for the CLI, the watcher and the UI.
 
 Transactions are short: each call opens a connection from the pool, does its work and commits.
-Writers take SQLite's write lock up front (see engine.py), so a watcher and a UI can share one file.
+Writers take SQLite's write lock up front (see engine.py), so a watcher and a UI can share one file;
+on PostgreSQL several watchers (on several hosts) write one database at once.
 
-Owns: the public API (runs, records, reviews, sources, errors, aggregates, info). Does not know
-how records are produced, displayed or exported.
+A run is `running` until it finishes; one whose process exits without finishing it (an error, a
+signal) is marked `aborted` at exit, and one whose process died (kill -9) is marked `aborted` by
+the next run that starts on the same host.
+
+Owns: the public API (runs, records, reviews, sources, watched folders, errors, aggregates,
+info). Does not know how records are produced, displayed or exported.
 """
 
 from __future__ import annotations
 
+import atexit
+import os
+import socket
 import uuid
 from pathlib import Path
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine, func, insert, inspect, or_, select, update
+from sqlalchemy.exc import DatabaseError, OperationalError
 
-from logwarden.errors import InputError, StoreError
+from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.app.models import ErrorRow
 from logwarden.app.store import aggregates
 from logwarden.app.store.convert import (
@@ -27,29 +35,32 @@ from logwarden.app.store.convert import (
 from logwarden.app.store.engine import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
 from logwarden.app.store.filters import sort_column, where
 from logwarden.app.store.migrations import current_version, migrate
-from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WindowResult
+from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WatchedFolder, WindowResult
 from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
-TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews")
+TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders")
+COMMAND_MAX = 200  # runs.command's width
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, *, readonly: bool = False) -> Store:
     """Open (creating folders and tables as needed) and migrate the database at `url`
-    (default: `Settings.db_url`)."""
+    (default: `Settings.db_url`). `readonly`: open an existing database as it is, writing nothing."""
     if url is None:
         from logwarden.app.config import get_settings
         url = get_settings().db_url
-    store = Store(make_engine(url))
-    store.migrate()
+    store = Store(make_engine(url, readonly=readonly))
+    if not readonly:
+        store.migrate()
     return store
 
 
 class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._open_runs: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -75,10 +86,16 @@ class Store:
     # -- runs --------------------------------------------------------------------------------
 
     def start_run(self, *, command: str, config: dict[str, Any]) -> str:
+        """A new `running` run owned by this process; runs of dead processes on this host are
+        marked `aborted` first, and this one will be if the process exits without finishing it."""
         run_id = uuid.uuid4().hex
         with self._write() as conn:
-            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=command,
-                                            config=config, status="running"))
+            _abort_stale_runs(conn)
+            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=command[:COMMAND_MAX],
+                                            config=config, status="running", host=_HOST, pid=os.getpid()))
+        if not self._open_runs:
+            atexit.register(self._abort_open_runs)
+        self._open_runs.add(run_id)
         return run_id
 
     def finish_run(self, run_id: str, *, status: str, metrics: dict[str, Any]) -> None:
@@ -86,6 +103,19 @@ class Store:
         with self._write() as conn:
             if conn.execute(stmt).rowcount == 0:
                 raise InputError(f"No run {run_id!r}; start one with store.start_run() first.")
+        self._open_runs.discard(run_id)
+
+    def _abort_open_runs(self) -> None:
+        """At exit: this process's runs that never finished (an error, a signal) are `aborted`."""
+        open_runs, self._open_runs = list(self._open_runs), set()
+        if not open_runs:
+            return
+        try:
+            with self._write() as conn:
+                conn.execute(update(Run).where(Run.id.in_(open_runs), Run.status == "running")
+                             .values(status="aborted", finished_at=utc_now()))
+        except (StoreError, DatabaseError):  # at exit there is no one left to tell
+            pass
 
     def list_runs(self, limit: int = 20) -> list[RunInfo]:
         stmt = select(Run.__table__).order_by(Run.started_at.desc()).limit(limit)
@@ -105,29 +135,43 @@ class Store:
         with self.transaction() as tx:
             return tx.add_windows(rows)
 
-    def set_source(self, path: str, inode: int, *, offset: int, line_no: int,
+    def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
                    format: str | None = None, miner_state: str | None = None) -> None:
         with self.transaction() as tx:
-            tx.set_source(path, inode, offset=offset, line_no=line_no, format=format, miner_state=miner_state)
+            tx.set_source(path, inode, offset=offset, line_no=line_no, generation=generation, format=format,
+                          miner_state=miner_state)
 
-    # -- sources, windows, errors ------------------------------------------------------------
+    # -- sources, watched folders, windows, errors ---------------------------------------------
 
-    def get_source(self, path: str, inode: int) -> SourceState | None:
-        rows = self._rows(select(Source.__table__).where(Source.path == path, Source.inode == inode))
+    def get_source(self, path: str, inode: int, generation: int | None = None) -> SourceState | None:
+        """One generation of a source; the latest one when `generation` is None."""
+        stmt = select(Source.__table__).where(Source.path == path, Source.inode == inode)
+        if generation is not None:
+            stmt = stmt.where(Source.generation == generation)
+        rows = self._rows(stmt.order_by(Source.generation.desc()).limit(1))
         return row_to_source(rows[0]) if rows else None
 
-    def list_sources(self) -> list[SourceState]:
-        return [row_to_source(r) for r in self._rows(select(Source.__table__).order_by(Source.path, Source.inode))]
+    def list_sources(self, *, under: Sequence[str | Path] = ()) -> list[SourceState]:
+        """Every source, or those whose path lies in one of the folders `under`."""
+        stmt = select(Source.__table__).order_by(Source.path, Source.inode, Source.generation)
+        if under:
+            prefixes = [str(folder).rstrip("/") + "/" for folder in under]
+            stmt = stmt.where(or_(*(Source.path.startswith(p, autoescape=True) for p in prefixes)))
+        return [row_to_source(r) for r in self._rows(stmt)]
+
+    def watched_folders(self) -> list[str]:
+        return list(self._scalars(select(WatchedFolder.path).order_by(WatchedFolder.path)))
 
     def list_windows(self, *, source: str | None = None, inode: int | None = None,
-                     run_id: str | None = None) -> list[WindowRow]:
+                     run_id: str | None = None, generation: int | None = None) -> list[WindowRow]:
         """Analysed windows in line order, for checking that every line is accounted for."""
         stmt = select(WindowResult.__table__)
         for column, value in ((WindowResult.source, source), (WindowResult.inode, inode),
-                              (WindowResult.run_id, run_id)):
+                              (WindowResult.run_id, run_id), (WindowResult.generation, generation)):
             if value is not None:
                 stmt = stmt.where(column == value)
-        stmt = stmt.order_by(WindowResult.source, WindowResult.inode, WindowResult.line_start)
+        stmt = stmt.order_by(WindowResult.source, WindowResult.inode, WindowResult.generation,
+                             WindowResult.line_start)
         return [row_to_window(r) for r in self._rows(stmt)]
 
     def list_errors(self, *, run_id: str | None = None, limit: int = 100) -> list[ErrorInfo]:
@@ -199,10 +243,12 @@ class Store:
     # -- info --------------------------------------------------------------------------------
 
     def info(self) -> dict[str, Any]:
+        """URL, dialect, schema version, row counts (of the tables there are) and file size."""
         url = self.engine.url
         with self._read() as conn:
+            present = set(inspect(conn).get_table_names())
             counts = {name: conn.scalar(select(func.count()).select_from(Base.metadata.tables[name]))
-                      for name in TABLES}
+                      for name in TABLES if name in present}
             version = current_version(conn)
         found: dict[str, Any] = {"url": url.render_as_string(hide_password=True), "dialect": url.get_backend_name(),
                                  "schema_version": version, "tables": counts}
@@ -230,19 +276,71 @@ class Store:
             with self.engine.connect() as conn:
                 conn.execution_options(**{WRITE_OPTION: write})
                 yield conn
-        except OperationalError as exc:
-            raise StoreError(f"Database error on {self.engine.url.render_as_string(hide_password=True)}: "
-                             f"{exc.orig}. Check that the file/folder is writable and not on a network "
-                             "share that lacks locking; if it is 'database is locked', another process "
-                             "holds a long write transaction.") from exc
+        except DatabaseError as exc:
+            # The database itself failed (down, locked, not a database); anything else
+            # (an integrity error) is a bug and keeps its traceback.
+            if not isinstance(exc, OperationalError) and type(exc) is not DatabaseError:
+                raise
+            raise _store_error(self.engine, exc) from exc
 
     def _rows(self, stmt: Any) -> list[Any]:
         with self._read() as conn:
             return list(conn.execute(stmt).mappings())
 
+    def _scalars(self, stmt: Any) -> list[Any]:
+        with self._read() as conn:
+            return list(conn.execute(stmt).scalars())
+
     def _aggregate(self, fn: Any, filters: RecordFilter | None, **kwargs: Any) -> Any:
         with self._read() as conn:
             return fn(conn, filters or RecordFilter(), **kwargs)
+
+
+_HOST = socket.gethostname()[:200]
+# SQLite's words for a file that is not a database, or a damaged one: the --db is wrong, not busy.
+_NOT_A_DATABASE = ("file is not a database", "malformed", "unable to open database file")
+
+
+def _store_error(engine: Engine, exc: DatabaseError) -> StoreError:
+    url = _shown_url(engine.url)
+    reason = str(exc.orig).strip().splitlines()[0] if str(exc.orig).strip() else type(exc.orig).__name__
+    if any(text in reason for text in _NOT_A_DATABASE):
+        return StoreInputError(f"{url} is not a usable logwarden database ({reason}). Pass another "
+                               "--db (or LOGWARDEN_DB), or move the damaged file aside.")
+    if engine.dialect.name == "sqlite":
+        hint = ("Check that the file/folder is writable and not on a network share that lacks locking; "
+                "if it is 'database is locked', another process holds a long write transaction.")
+    else:
+        hint = "Check that the server is up and the URL's host, port, user, password and database name."
+    return StoreError(f"Database error on {url}: {reason}. {hint}")
+
+
+def _shown_url(url: Any) -> str:
+    """The URL as the user gave it: a read-only SQLite file opened through SQLite's URI syntax
+    (`file:/path?immutable=1&uri=true`) is shown as its plain sqlite:/// URL again."""
+    if url.get_backend_name() == "sqlite" and url.query.get("uri") == "true":
+        url = url.set(database=url.database.removeprefix("file:"), query={})
+    return url.render_as_string(hide_password=True)
+
+
+def _abort_stale_runs(conn: Connection) -> None:
+    """`running` runs of this host whose process is gone (kill -9, a crash) become `aborted`."""
+    rows = conn.execute(select(Run.id, Run.pid, Run.host).where(Run.status == "running")).all()
+    stale = [run_id for run_id, pid, host in rows if host is None or (host == _HOST and not _alive(pid))]
+    if stale:
+        conn.execute(update(Run).where(Run.id.in_(stale)).values(status="aborted", finished_at=utc_now()))
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _sqlite_files(path: Path) -> list[Path]:

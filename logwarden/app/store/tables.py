@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -46,14 +46,28 @@ class SchemaMigration(Base):
 
 
 class Source(Base):
+    """How far one generation of a file has been read, and the fingerprint of what was read."""
+
     __tablename__ = "sources"
     path: Mapped[str] = mapped_column(Text, primary_key=True)
-    inode: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    offset: Mapped[int] = mapped_column(default=0)
-    line_no: Mapped[int] = mapped_column(default=0)
+    inode: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False, default=0)
+    offset: Mapped[int] = mapped_column(BigInteger, default=0)
+    line_no: Mapped[int] = mapped_column(BigInteger, default=0)
     format: Mapped[str | None] = mapped_column(String(40))
     miner_state: Mapped[str | None] = mapped_column(Text)
+    fingerprint: Mapped[str | None] = mapped_column(String(64))
+    fingerprint_len: Mapped[int] = mapped_column(default=0)
+    fingerprint_prefix: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime]
+
+
+class WatchedFolder(Base):
+    """A folder a watcher has followed: files appearing in it later are new, read from line 1."""
+
+    __tablename__ = "watched_folders"
+    path: Mapped[str] = mapped_column(Text, primary_key=True)
+    first_watched_at: Mapped[datetime]
 
 
 class Run(Base):
@@ -65,13 +79,15 @@ class Run(Base):
     config: Mapped[dict[str, Any]]
     metrics: Mapped[dict[str, Any] | None]
     status: Mapped[str] = mapped_column(String(20))
+    host: Mapped[str | None] = mapped_column(String(200))
+    pid: Mapped[int | None]
 
 
 class Record(Base):
     __tablename__ = "records"
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     source: Mapped[str] = mapped_column(Text, index=True)
-    inode: Mapped[int]
+    inode: Mapped[int] = mapped_column(BigInteger)
     host: Mapped[str | None] = mapped_column(Text)
     line_start: Mapped[int]
     line_end: Mapped[int]
@@ -120,7 +136,8 @@ class WindowResult(Base):
     __tablename__ = "windows"
     id: Mapped[int] = mapped_column(primary_key=True)
     source: Mapped[str] = mapped_column(Text)
-    inode: Mapped[int]
+    inode: Mapped[int] = mapped_column(BigInteger)
+    generation: Mapped[int] = mapped_column(default=0)
     line_start: Mapped[int]
     line_end: Mapped[int]
     line_count: Mapped[int]
@@ -130,7 +147,8 @@ class WindowResult(Base):
     created_at: Mapped[datetime]
 
     # Unique span: re-analysing the same lines replaces the window instead of counting it twice.
-    __table_args__ = (Index("ux_windows_span", "source", "inode", "line_start", "line_end", unique=True),)
+    __table_args__ = (Index("ux_windows_span", "source", "inode", "generation", "line_start", "line_end",
+                            unique=True),)
 
 
 class ErrorEntry(Base):
@@ -138,7 +156,7 @@ class ErrorEntry(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     run_id: Mapped[str | None] = mapped_column(String(40), index=True)
     source: Mapped[str] = mapped_column(Text)
-    offset: Mapped[int | None]
+    offset: Mapped[int | None] = mapped_column(BigInteger)
     line_no: Mapped[int | None]
     stage: Mapped[str] = mapped_column(String(40))
     message: Mapped[str] = mapped_column(Text)

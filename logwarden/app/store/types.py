@@ -15,7 +15,9 @@ from typing import Any
 
 @dataclass(slots=True)
 class SourceState:
-    """How far a file has been consumed: the next byte to read and the last line number read."""
+    """How far one generation of a file has been consumed: the next byte to read, the last line
+    number read, and the fingerprint of what was read (`ingest.identity`). `path` and `inode`
+    are the file's when it was first seen; a rotated or compressed file keeps them."""
 
     path: str
     inode: int
@@ -24,6 +26,10 @@ class SourceState:
     format: str | None = None
     miner_state: str | None = None
     updated_at: datetime | None = None
+    generation: int = 0
+    fingerprint: str | None = None
+    fingerprint_len: int = 0
+    fingerprint_prefix: str | None = None
 
 
 @dataclass(slots=True)
@@ -38,6 +44,7 @@ class WindowRow:
     verdict: str
     record_ids: list[str] = field(default_factory=list)
     run_id: str | None = None
+    generation: int = 0
 
 
 @dataclass(slots=True)
@@ -64,6 +71,8 @@ class RunInfo:
     config: dict[str, Any]
     metrics: dict[str, Any] | None
     status: str
+    host: str | None = None
+    pid: int | None = None
 
 
 @dataclass(slots=True)

@@ -1,7 +1,9 @@
 """The write operations of one transaction (`Transaction`), all idempotent where re-analysis can
-repeat them: records upsert by id, windows by (source, inode, line span), sources by (path, inode).
+repeat them: records upsert by id, windows by (source, inode, generation, line span), sources by
+(path, inode, generation), watched folders by path.
 
-Owns: how rows are written (dialect upserts, the generic fallback, child rows of evidence).
+Owns: how rows are written (dialect upserts — `INSERT … ON CONFLICT` on SQLite and PostgreSQL —,
+the generic fallback, child rows of evidence, and the NUL characters PostgreSQL's text refuses).
 Does not open or commit transactions — the caller's `Connection` is already inside one.
 """
 
@@ -15,7 +17,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from logwarden.app.models import ErrorRow
 from logwarden.app.store.convert import KEEP_ON_UPDATE, evidence_rows, record_to_row, utc_now, window_to_row
-from logwarden.app.store.tables import ErrorEntry, EvidenceLine, Record, Source, WindowResult
+from logwarden.app.store.tables import ErrorEntry, EvidenceLine, Record, Source, WatchedFolder, WindowResult
 from logwarden.app.store.types import WindowRow
 from logwarden.schemas import RiskRecord
 
@@ -44,7 +46,7 @@ class Transaction:
         dicts = [window_to_row(w, now=now) for w in rows]
         for chunk in _chunks(dicts):
             _upsert(self.conn, WindowResult.__table__, chunk,
-                    keys=("source", "inode", "line_start", "line_end"), keep=("id",))
+                    keys=("source", "inode", "generation", "line_start", "line_end"), keep=("id",))
         return len(dicts)
 
     def add_errors(self, rows: Sequence[ErrorRow], *, run_id: str | None) -> int:
@@ -52,23 +54,35 @@ class Transaction:
         dicts = [{"run_id": run_id, "source": e.source, "offset": e.offset, "line_no": e.line_no,
                   "stage": e.stage, "message": e.message, "created_at": now} for e in rows]
         if dicts:
-            self.conn.execute(insert(ErrorEntry), dicts)
+            self.conn.execute(insert(ErrorEntry), _text_safe(self.conn, dicts))
         return len(dicts)
 
-    def set_source(self, path: str, inode: int, *, offset: int, line_no: int,
-                   format: str | None = None, miner_state: str | None = None) -> None:
-        """Record how far `path` was read. `format`/`miner_state` of None keep the stored value."""
-        row: dict[str, Any] = {"path": path, "inode": inode, "offset": offset, "line_no": line_no,
-                               "updated_at": utc_now(), "format": format, "miner_state": miner_state}
+    def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
+                   format: str | None = None, miner_state: str | bytes | None = None,
+                   fingerprint: str | None = None, fingerprint_len: int = 0,
+                   fingerprint_prefix: str | None = None) -> None:
+        """Record how far generation `generation` of `path` was read, and the fingerprint of what
+        was read. `format`/`miner_state`/`fingerprint` of None keep the stored value."""
+        if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
+            miner_state = miner_state.decode("ascii")
+        row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
+                               "line_no": line_no, "updated_at": utc_now(), "format": format,
+                               "miner_state": miner_state, "fingerprint": fingerprint,
+                               "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix}
         keep = tuple(name for name in ("format", "miner_state") if row[name] is None)
-        _upsert(self.conn, Source.__table__, [row], keys=("path", "inode"), keep=keep)
+        keep += ("fingerprint", "fingerprint_len", "fingerprint_prefix") if fingerprint is None else ()
+        _upsert(self.conn, Source.__table__, [row], keys=("path", "inode", "generation"), keep=keep)
+
+    def add_watched_folders(self, paths: Sequence[str]) -> None:
+        rows = [{"path": path, "first_watched_at": utc_now()} for path in paths]
+        _upsert(self.conn, WatchedFolder.__table__, rows, keys=("path",), keep=("first_watched_at",))
 
     def _replace_evidence(self, records: Sequence[RiskRecord]) -> None:
         ids = [r.id for r in records]
         self.conn.execute(delete(EvidenceLine).where(EvidenceLine.record_id.in_(ids)))
         lines = [line for r in records for line in evidence_rows(r)]
         if lines:
-            self.conn.execute(insert(EvidenceLine), lines)
+            self.conn.execute(insert(EvidenceLine), _text_safe(self.conn, lines))
 
 
 def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], *, keys: Sequence[str],
@@ -76,12 +90,16 @@ def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], *, keys:
     """INSERT … ON CONFLICT (keys) DO UPDATE every column except `keep` (and the keys)."""
     if not rows:
         return
+    rows = _text_safe(conn, rows)
     make_insert = _DIALECT_INSERTS.get(conn.dialect.name)
     if make_insert is None:
         _upsert_generic(conn, table, rows, keys=keys, keep=keep)
         return
     stmt = make_insert(table)
     updated = [c for c in rows[0] if c not in keep and c not in keys]
+    if not updated:  # nothing to change on a conflict (e.g. a folder already watched)
+        conn.execute(stmt.on_conflict_do_nothing(index_elements=list(keys)), rows)
+        return
     stmt = stmt.on_conflict_do_update(index_elements=list(keys),
                                       set_={name: stmt.excluded[name] for name in updated})
     conn.execute(stmt, rows)
@@ -101,6 +119,14 @@ def _upsert_generic(conn: Connection, table: Table, rows: list[dict[str, Any]], 
             values = {c: v for c, v in row.items() if c not in keep and c not in keys}
             match = and_(*(col == value for col, value in zip(key_cols, key)))
             conn.execute(update(table).where(match).values(values))
+
+
+def _text_safe(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """PostgreSQL text cannot hold NUL (a log line, a file name or model output may): drop it.
+    JSON columns are serialised with NUL escaped as \\u0000, which `json` columns accept."""
+    if conn.dialect.name != "postgresql":
+        return rows
+    return [{k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in row.items()} for row in rows]
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> list[Sequence[Any]]:
