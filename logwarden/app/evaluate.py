@@ -262,7 +262,9 @@ def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Pa
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
-    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch, sigma=tuple(sigma))
+    # labelled files are complete: an unterminated last line is a line to score, not one to hold back
+    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch, sigma=tuple(sigma),
+                         final=True)
     if max_prompts_per_window != "default":
         options.max_prompts_per_window = max_prompts_per_window
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
