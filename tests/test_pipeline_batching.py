@@ -91,3 +91,17 @@ def test_a_crash_before_the_batch_commits_no_offset_and_resume_doubles_nothing(l
         assert sum(w.line_count for w in windows) == n, name  # every line once: nothing lost or doubled
     ids = [r.id for r in store.query_records(RecordFilter(), limit=1000)]
     assert len(ids) == len(set(ids))
+
+
+def test_every_answered_batch_is_committed_so_a_crash_loses_only_the_batch_in_flight(logs, tmp_path):
+    folder, counts = logs
+    auth = folder / "auth.log"  # one file cut into many windows: the crash comes before its end
+    db = f"sqlite:///{tmp_path / 'lw.db'}"
+    with pytest.raises(Crash):
+        Pipeline(open_store(db), CountingEngine(crash_on_call=2),
+                 RunOptions(llm_policy="all", max_batch=1, window_max_lines=5)).analyze([auth])
+    store = open_store(db)
+    assert len(store.list_windows(source=str(auth))) == 2  # the two answered calls' windows were kept
+    assert store.get_source(str(auth), auth.stat().st_ino) is None  # the file's offset was not
+    Pipeline(store, CountingEngine(), RunOptions(llm_policy="all", max_batch=1, window_max_lines=5, resume=True)).analyze([auth])
+    assert sum(w.line_count for w in store.list_windows(source=str(auth))) == counts["auth.log"]

@@ -297,6 +297,8 @@ class Pipeline:
         self._pending.append(_Pending(window, signals, parts, prompts))
         if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
             self._flush()
+            if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
+                self._commit()
 
     def _parts(self, digest: Digest) -> list[DigestPart]:
         parts = digest.parts(self.options.prompt_token_budget, self.engine.count_tokens,
