@@ -217,6 +217,7 @@ class Pipeline:
         return self.finish()
 
     def analyze_file(self, path: Path) -> None:
+        """One file of `analyze`: its last windows may wait for the next file's batch (`finish` sends them)."""
         self.metrics.files += 1
         inode = _inode(path)
         state = self.store.get_source(str(path), inode) if self.options.resume else None
