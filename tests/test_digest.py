@@ -102,6 +102,17 @@ def test_one_access_line_gets_a_lean_digest():
     assert part.refs == ["L1"] and part.lines_of == {"L1": [1]}
     assert 'L1: 203.0.113.9 GET /item.php?id=1%20UNION' in part.text and 'ua="sqlmap/1.7"' in part.text
     assert "lw-web-sqli [high, web_attack, T1190]: SQL injection attempt" in part.text
+    # one line: no span line, and the model reads a name for the snippet, not its hash
+    assert part.text.splitlines()[0] == "source: pasted lines (access)" and "time " not in part.text
+    assert triage.window.source.startswith("triage:") and triage.window.source not in part.text
+
+
+def test_a_one_line_window_of_a_file_keeps_its_source_and_drops_only_the_span():
+    window, miner = parsed(["Mar  2 10:01:07 bastion sshd[9211]: Failed password for root from 198.51.100.77 port 5 ssh2"],
+                           "auth.log")
+    [part] = build_digest(window, miner, []).parts(700, count)
+    assert part.text.splitlines()[0].startswith(f"source: {window.source} (")
+    assert part.text.splitlines()[1:] == ["rules fired: none", "lines:", f" L1: {window.events[0].raw}"]
 
 
 def test_a_rare_request_shape_among_routine_ones_is_shown():

@@ -12,7 +12,8 @@ salient value (request path, command line, image …) has a shape seen at most `
 times. A window with more of them than one prompt's budget holds is split into several
 `DigestPart`s that share the header and show different lines. Each part knows the evidence ids
 it shows (the per-prompt grammar admits only those) and the lines each id stands for. A window
-of one or a few lines gets a lean digest: the lines and the rules, no templates or top values.
+of one or a few lines gets a lean digest: the lines and the rules, no templates or top values
+(one line: no span line either — a triage prompt is what the model prefills while a user waits).
 Knows nothing of the model, the prompt wording or the store.
 """
 
@@ -146,9 +147,10 @@ class Digest:
     # ---- rendering ---------------------------------------------------------------------------
 
     def _intro(self) -> list[str]:
-        span = f"line {self.line_start}" if self.line_count == 1 else \
-            f"lines {self.line_start}-{self.line_end} ({self.line_count} lines)"
-        return [f"source: {self.source} ({self.format})" + (f" host: {self.host}" if self.host else ""), span + self._span()]
+        source = f"source: {self.source} ({self.format})" + (f" host: {self.host}" if self.host else "")
+        if self.line_count == 1:  # its L id says which line; a time span of one instant says nothing
+            return [source]
+        return [source, f"lines {self.line_start}-{self.line_end} ({self.line_count} lines)" + self._span()]
 
     def _rules_line(self, shape: HeaderShape) -> str:
         shown = self.rules[:shape.rules]

@@ -4,9 +4,12 @@ Owns the order of the stages, the LLM spending policy, batching windows for the 
 whose rare lines do not fit one prompt sends several, each with its own grammar that admits only
 the evidence ids that prompt shows), the retry / fall-back / circuit-breaker behaviour on engine
 faults, and run metrics (tokens, rare-line coverage, the model's ungrounded entities). Each window is
-written to the store in the same transaction as its records (and, for tailed sources, the
-offset), so every line ends up in a record's evidence, an analysed-benign window or an error
-row. Knows nothing of the CLI, terminals or Streamlit (progress is a callback).
+written to the store in the same transaction as its records, so every line ends up in a record's
+evidence, an analysed-benign window or an error row. A batch of files fills the engine's batches
+across file ends (small files' windows wait for the next file's instead of going alone): a file's
+offset is committed only in the transaction that holds its last window, or a later one, so a
+crash loses nothing and a resume doubles nothing. Knows nothing of the CLI, terminals or
+Streamlit (progress is a callback).
 """
 
 from __future__ import annotations
@@ -187,6 +190,7 @@ class _Buffer:
     records: list[RiskRecord] = field(default_factory=list)
     windows: list[WindowRow] = field(default_factory=list)
     errors: list[ErrorRow] = field(default_factory=list)
+    sources: list[dict] = field(default_factory=list)  # finished sources' offsets and miner states
 
 
 class Pipeline:
@@ -202,6 +206,7 @@ class Pipeline:
         self.rules = ruleset_for(options.sigma)
         self._consecutive_failures = 0
         self._pending: list[_Pending] = []
+        self._settling: list[dict] = []  # finished sources whose windows still wait for the model
         self._buffer = _Buffer()
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
         self._started = time.perf_counter()
@@ -228,6 +233,7 @@ class Pipeline:
         return self.finish()
 
     def analyze_file(self, path: Path) -> None:
+        """One file of `analyze`: its last windows may wait for the next file's batch (`finish` sends them)."""
         self.metrics.files += 1
         start = self._start_of(path)
         final = self.options.final or is_rotated_name(path.name) or is_compressed(path)
@@ -235,7 +241,7 @@ class Pipeline:
                           max_line_bytes=line_limit(path), final_partial=final,
                           expect=fingerprint_of(start) if start.offset else None)
         self.process(reader, source=start.path, inode=start.inode, generation=start.generation,
-                     reference_time=_mtime(path), fmt=start.format)
+                     reference_time=_mtime(path), fmt=start.format, batch_on=True)
         if reader.changed:  # rewritten between looking at it and reading it: read it as what it is now
             self.metrics.files -= 1
             self.analyze_file(path)
@@ -263,13 +269,15 @@ class Pipeline:
         return SourceState(path=name, inode=inode, offset=0, line_no=0, generation=next_generation(known, name, inode))
 
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
-                reference_time: datetime | None = None, fmt: str | None = None) -> str:
+                reference_time: datetime | None = None, fmt: str | None = None, batch_on: bool = False) -> str:
         """Analyse one source's lines to the end; store windows, records, errors, miner state and
         the offset after the last line — the last part in ONE transaction with
         the last records, so a crash never commits an offset without its records or vice versa.
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
-        Returns the format used."""
+        `batch_on`: windows still waiting for the model may wait for the next source's (the engine's
+        batch fills up); the offset then lands with them, in a later transaction. Without it (the
+        watcher) everything of this call is committed before it returns. Returns the format used."""
         decision, events = parse_stream(self._without_errors(items), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
@@ -284,17 +292,19 @@ class Pipeline:
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
                 self._flush()
                 self._commit()
-        self._flush()
         if items.changed:  # not the file that was expected: nothing read, its position stays
+            self._flush()
             self._commit()
             return fmt
         fingerprint = items.fingerprint
-        source_state = dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
-                            line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
-                            fingerprint=fingerprint.digest if fingerprint else None,
-                            fingerprint_len=fingerprint.length if fingerprint else 0,
-                            fingerprint_prefix=fingerprint.prefix if fingerprint else None)
-        self._commit(source_state)
+        self._settling.append(dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
+                                   line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
+                                   fingerprint=fingerprint.digest if fingerprint else None,
+                                   fingerprint_len=fingerprint.length if fingerprint else 0,
+                                   fingerprint_prefix=fingerprint.prefix if fingerprint else None))
+        if not (batch_on and self._pending):
+            self._flush()
+            self._commit()
         return fmt
 
     def _source_state(self, source: str, inode: int) -> tuple[SourceMiner, Detector]:
@@ -339,6 +349,8 @@ class Pipeline:
         self._pending.append(_Pending(window, signals, parts, prompts))
         if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
             self._flush()
+            if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
+                self._commit()
 
     def _parts(self, digest: Digest) -> list[DigestPart]:
         parts = digest.parts(self.options.prompt_token_budget, self.engine.count_tokens,
@@ -364,9 +376,15 @@ class Pipeline:
         return False
 
     def _flush(self) -> None:
+        """Every waiting window to the model and into the buffer; the sources that waited on them
+        with it (all their windows are in the buffer now)."""
         pending, self._pending = self._pending, []
-        if not pending:
-            return
+        settled, self._settling = self._settling, []
+        if pending:
+            self._assess_pending(pending)
+        self._buffer.sources += settled
+
+    def _assess_pending(self, pending: Sequence[_Pending]) -> None:
         asks = [_Ask(i, part, prompt) for i, item in enumerate(pending)
                 for part, prompt in zip(item.parts, item.prompts)]
         results = self._assess(asks)
@@ -437,16 +455,16 @@ class Pipeline:
                                                 message=error[:2000], line_no=window.line_start))
         self._count_records(records)
 
-    def _commit(self, source_state: dict | None = None) -> None:
+    def _commit(self) -> None:
         buffer, self._buffer = self._buffer, _Buffer()
         with self.store.transaction() as tx:
             tx.upsert_records(buffer.records)
             tx.add_windows(buffer.windows)
             if buffer.errors:
                 tx.add_errors(buffer.errors, run_id=self.run_id)
-            if source_state is not None:
-                path, inode = source_state.pop("path"), source_state.pop("inode")
-                tx.set_source(path, inode, **source_state)
+            for state in buffer.sources:
+                tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
+                                                                 if k not in ("path", "inode")})
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)

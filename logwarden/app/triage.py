@@ -9,6 +9,7 @@ Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from logwarden.schemas.assessment import answer_schema
 from logwarden.schemas.record import RiskRecord
 
 MAX_SNIPPET_LINES = 2000
+SNIPPET_SOURCE = "pasted lines"  # how the digest names a snippet without a file name
 PART_SEPARATOR = "\n"
 
 
@@ -91,12 +93,13 @@ def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str]
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
     source = "triage:" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
     log_lines = [LogLine(source=source, inode=0, offset=0, line_no=i, text=t) for i, t in enumerate(lines, 1)]
-    return prepare_lines(log_lines, source=source, budget_tokens=budget_tokens, count_tokens=count_tokens, rules=rules)
+    return prepare_lines(log_lines, source=source, budget_tokens=budget_tokens, count_tokens=count_tokens, rules=rules,
+                         shown_source=SNIPPET_SOURCE)
 
 
 def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = 700,
                   count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
-                  max_parts: int | None = None, rules: RuleSet | None = None) -> Triage:
+                  max_parts: int | None = None, rules: RuleSet | None = None, shown_source: str | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
     `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it;
     `rules` default to the configured packs (`ruleset_for()`)."""
@@ -106,6 +109,8 @@ def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
     signals = Detector(rules if rules is not None else ruleset_for()).scan(window.events)
     digest = build_digest(window, miner, signals)
+    if shown_source is not None:  # records keep the hashed source; the model reads a name, not a hash
+        digest = dataclasses.replace(digest, source=shown_source)
     parts = digest.parts(budget_tokens, count_tokens, max_parts=max_parts)
     return Triage(window, signals, digest, parts, decision.name)
 
