@@ -92,9 +92,10 @@ def test_stream_yields_pieces_before_the_end(engine):
 
 
 def test_an_abandoned_stream_is_cancelled_and_the_engine_goes_on(engine):
-    request = Request(system_prompt(), SSHD_USER + "\n(cancel me)")
-    whole = engine.generate([request], schema=assessment_json_schema(), max_new_tokens=320)[0]
-    stream = engine.stream(request, schema=assessment_json_schema(), max_new_tokens=320)
+    # a long free answer (a findings answer may be 15 tokens: too short to tell stopped from finished)
+    request = Request("You are a helpful assistant.", "Explain log rotation on Linux in 200 words.")
+    whole = engine.generate([request], max_new_tokens=160)[0]
+    stream = engine.stream(request, max_new_tokens=160)
     began = time.perf_counter()
     pieces = iter(stream)
     next(pieces), next(pieces)
