@@ -188,12 +188,9 @@ def _sample_logs_prompts(n: int, count_tokens) -> list[Request]:
 
 
 def test_converted_adapter_agrees_with_transformers_and_peft(engine):
-    """Verdicts (each finding's category and risk level), greedy, schema on: llama.cpp Q4_K_M kernels + the GGUF LoRA
-    vs transformers on the same weights dequantized to fp32 + the peft adapter. With security-v2 the third of
-    these prompts flips (fp32 + peft: one critical malware_execution finding; llama.cpp: none): security-v2's
-    finding / no-finding choice is close on such windows, and Q4_K_M's kernels (8-bit activations) tip it the
-    other way. The layer-by-layer identity of the converted LoRA is test_engine_llamacpp.py's; here two of three
-    must agree, and the flip is in docs/ENGINE.md."""
+    """Same verdicts (each finding's category and risk level), greedy, schema on: llama.cpp Q4_K_M kernels + the
+    GGUF LoRA vs transformers on the same weights dequantized to fp32 + the peft adapter. (Both grammars must
+    spell the JSON the same way: a compact ":[" had security-v2 answer "no findings" everywhere here.)"""
     import json
 
     requests = _sample_logs_prompts(3, engine.count_tokens)
@@ -207,5 +204,4 @@ def test_converted_adapter_agrees_with_transformers_and_peft(engine):
         return [(f["category"], f["risk_level"]) for f in json.loads(g.text)["findings"]]
 
     assert all(g.finished for g in ours + theirs)
-    agree = [verdict(a) == verdict(b) for a, b in zip(ours, theirs)]
-    assert sum(agree) >= 2, [(verdict(a), verdict(b)) for a, b in zip(ours, theirs)]
+    assert [verdict(g) for g in ours] == [verdict(g) for g in theirs]

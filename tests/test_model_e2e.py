@@ -43,21 +43,18 @@ def stores(logs, tmp_path_factory):
     return open_store(rules_db), open_store(model_db), json.loads(result.stdout)
 
 
-def test_analyze_with_the_model_answers_every_prompt_and_stores_what_it_adds(stores):
-    """Every prompt gets a valid answer (a failure would be counted); a record the model added to or
-    raised carries its raw answer and engine stats. Schema 2 lets it answer "no findings": on this CPU,
-    llama.cpp + security-v2 adds nothing to these rule-covered windows (docs/ENGINE.md, the known gap),
-    so no record is required to be the model's here."""
+def test_analyze_with_the_model_stores_assessed_records(stores):
     _, model, out = stores
-    metrics = out["metrics"]
-    assert metrics["llm_calls"] >= 3 and metrics["llm_failures"] == 0 and metrics["windows_llm"] >= 3
-    assert metrics["prompt_tokens"] > 0 and metrics["new_tokens"] >= 3 * metrics["llm_calls"]
-    for record in model.query_records(RecordFilter(), limit=100):
-        assert record.llm_error is None
-        if record.decided_by != "rules":
-            assert record.model and record.model.startswith("embedded")
-            assert record.engine_stats["new_tokens"] > 0 and "cached_prefix_tokens" in record.engine_stats
-            LLMAssessment.model_validate_json(record.raw_model_output)
+    records = model.query_records(RecordFilter(), limit=100)
+    assert out["metrics"]["llm_calls"] >= 3 and out["metrics"]["prompt_tokens"] > 0
+    assessed = [r for r in records if r.decided_by == "rules+llm"]
+    assert assessed, [r.llm_error for r in records]
+    for record in assessed:
+        assert record.model and record.model.startswith("embedded")
+        assert record.engine_stats["new_tokens"] > 0 and "cached_prefix_tokens" in record.engine_stats
+        LLMAssessment.model_validate_json(record.raw_model_output)
+    # the system prefix is computed once (per llama.cpp slot) and reused by the windows after
+    assert max(r.engine_stats["cached_prefix_tokens"] for r in assessed) > 100
 
 
 def test_model_never_lowers_the_rules_even_when_the_log_says_so(stores):

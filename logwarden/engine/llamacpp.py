@@ -48,8 +48,11 @@ from logwarden.engine.gguf_tokenizer import token_counter  # noqa: E402
 from logwarden.errors import ModelError  # noqa: E402
 
 # llguidance (llama.cpp's grammar engine here) lets JSON whitespace vary by default; a small model
-# then pads with newlines and indents (tokens spent, and a way to loop). Compact JSON only.
-COMPACT_JSON = {"whitespace_flexible": False}
+# then pads with newlines and indents (tokens spent, and a way to loop). So no free whitespace, and
+# the separators json.dumps writes (", " and ": "), as the training targets and xgrammar's grammars
+# spell them: forced into ":[" instead of ": [", the adapter saw a token sequence it was never
+# trained on and answered "no findings" where, under the GPU's grammar, it found the attack.
+COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 _GRAMMAR_ERRORS = ("grammar", "Failed to initialize samplers")
 
 
