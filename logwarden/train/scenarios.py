@@ -22,6 +22,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from urllib.parse import quote_plus
 
 from logwarden.schemas import risk_rank
 
@@ -597,8 +598,6 @@ REQUEST_HEADERS = (("Accept", "text/html,application/xhtml+xml,application/xml;q
 
 
 def _encode(rng: random.Random, value: str) -> str:
-    from urllib.parse import quote_plus
-
     return rng.choice((value.replace(" ", "+"), quote_plus(value, safe="/"), quote_plus(value, safe="")))
 
 
