@@ -73,6 +73,9 @@ def pipeline(files: list[Path], db_dir: Path, profile: bool) -> tuple[dict, floa
 
 
 def main() -> int:
+    from logwarden.app.cli import tune_gc
+
+    tune_gc()  # as the CLI runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "lw-bench")

@@ -106,6 +106,9 @@ def sqlite_store(tmp: Path, name: str) -> str:
 
 
 def main() -> int:
+    from logwarden.app.cli import tune_gc
+
+    tune_gc()  # as the CLI runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=200_000)
     parser.add_argument("--model", action="store_true", help="also measure with the embedded model")

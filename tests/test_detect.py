@@ -3,6 +3,7 @@ neighbour; state carries across scan calls; merging, caps and the rule loader's 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import datetime, timedelta, timezone
@@ -1655,3 +1656,17 @@ def test_microsoft_365_audit_rules(rules, lines, rule_id):
 ])
 def test_routine_microsoft_365_activity_is_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "json", "ual.json")) == []
+
+
+def test_repeated_lines_match_every_time_and_unique_lines_still_match(detector):
+    """The screen remembers the values it saw; a remembered value must hit as it did the first time,
+    and a route whose values never repeat (the memo switches itself off) must still match."""
+    attack = web("GET /item.php?id=1%27%20OR%201=1-- HTTP/1.1")
+    benign = web("GET /item.php?id=1 HTTP/1.1")
+    events = [attack if i % 2 else benign for i in range(1, 41)]
+    events = [dataclasses.replace(e, line_no=i) for i, e in enumerate(events, 1)]
+    [signal] = by_rule(detector.scan(events), "lw-web-sqli")
+    assert signal.line_numbers == list(range(1, 41, 2))
+    unique = [web(f"GET /p{i}?q={i} HTTP/1.1", line_no=i) for i in range(1, 5001)]
+    unique.append(web("GET /last?id=1%20UNION%20SELECT%20password%20FROM%20users HTTP/1.1", line_no=5001))
+    assert [s.line_numbers for s in by_rule(detector.scan(unique), "lw-web-sqli")] == [[5001]]

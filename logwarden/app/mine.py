@@ -105,10 +105,17 @@ class SourceMiner:
         self._persistence.state = state
         self._miner = TemplateMiner(self._persistence, _miner_config())
         self._cache: dict[str, int] = {}  # masked text → cluster id (identical lines are common)
+        self._masked: dict[str, str] = {}  # text → masked text (daemons repeat messages verbatim)
 
     def add(self, text: str) -> int:
         """Cluster id of `text` (mined message of one event)."""
-        masked = self._miner.masker.mask(text)
+        masked = self._masked.get(text)
+        if masked is None:
+            masked = self._miner.masker.mask(text)
+            if len(text) <= 512:  # long lines rarely repeat, and must not pin memory
+                if len(self._masked) >= 8192:
+                    self._masked.clear()
+                self._masked[text] = masked
         cluster_id = self._cache.get(masked)
         if cluster_id is not None:
             cluster = self._miner.drain.id_to_cluster.get(cluster_id)
@@ -150,6 +157,7 @@ class Window:
     events: list[Event] = field(default_factory=list)
     cluster_ids: list[int] = field(default_factory=list)  # parallel to events
     generation: int = 0  # of the source: a copytruncated file restarts at line 1 as the next generation
+    _host: tuple[str | None] | None = field(default=None, repr=False, compare=False)  # host(), once complete
 
     @property
     def line_start(self) -> int:
@@ -172,8 +180,12 @@ class Window:
         return sum(len(e.raw) + 1 for e in self.events)
 
     def host(self) -> str | None:
-        hosts = Counter(e.host for e in self.events if e.host)
-        return hosts.most_common(1)[0][0] if hosts else None
+        """The most frequent host; computed once (the digest and every record ask), so only ask a
+        window `windows()` has yielded."""
+        if self._host is None:
+            hosts = Counter(e.host for e in self.events if e.host)
+            self._host = (hosts.most_common(1)[0][0] if hosts else None,)
+        return self._host[0]
 
 
 def _gap_seconds(a: datetime | None, b: datetime | None) -> float:

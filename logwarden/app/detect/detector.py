@@ -17,7 +17,7 @@ rule files (`pack.py`) or how events are parsed.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
@@ -30,6 +30,8 @@ from logwarden.app.models import Event, Signal
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
 _SAMPLE_MASK = 63  # clause hits are counted on 1 event in 64 ...
 _RELEARN_MASK = 4095  # ... and primaries re-chosen every 4,096 screened events
+_MEMO_MAX = 8192  # screened value tuples remembered per dispatch
+_MEMO_PROBE = 4096  # misses after which a dispatch whose values hardly repeat stops remembering
 _SEP = "\x1e"  # joins an event's screened values (a record separator: never in a literal)
 _STR_ONLY = {str}
 
@@ -112,6 +114,8 @@ class Dispatch:
         self._clauses_of: list[tuple[CompiledRule, tuple[int, ...]]] = []
         self._seen: Counter[int] = Counter()
         self._events = 0
+        self._memo: dict[tuple, frozenset[int]] | None = {}
+        self._memo_misses = self._events_screened = 0
         clause_ids: dict[frozenset, int] = {}
         for rule in rules:
             if rule.clauses:
@@ -134,6 +138,7 @@ class Dispatch:
         self._direct_names = [n for n in names if self._direct(n)]
         self._blanks = [""] * len(self._direct_names)
         self._other_names = [n for n in names if not self._direct(n)]
+        self._other_getters = [self._getter(n) for n in self._other_names]
         slot = {name: i for i, name in enumerate(names)}
         self._eq = [(slot[n], {t: tuple(ids) for t, ids in index.items()}) for n, index in eq.items()]
         self._eq_of = dict(self._eq)
@@ -145,6 +150,16 @@ class Dispatch:
         self._literals = LiteralSet(literals) if literals else None
         self._places = [(literal, by_literal[literal]) for literal in literals]
 
+    def _getter(self, name: str) -> Callable[[EventView], object]:
+        """How the screen reads a field that is not in `Event.fields` by that name: an event
+        attribute (message, program …) straight, as `EventView.get` would; anything else through it."""
+        if name in ATTRIBUTE_FIELDS and not (self.aliases and name in self.aliases):
+            def attribute(view: EventView) -> object:
+                fields = view.fields
+                return fields[name] if name in fields else getattr(view.event, name)
+            return attribute
+        return lambda view: view.get(name)
+
     def _direct(self, name: str | None) -> bool:
         """Is the field read straight from `Event.fields`?"""
         return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
@@ -153,7 +168,7 @@ class Dispatch:
     def candidates(self, view: EventView) -> list[CompiledRule]:
         hits: set[int] = set()
         if self._eq or self._literals is not None:
-            self._screen(view, hits)
+            self._screen_memo(view, hits)
         if self._keywords is not None:  # screened on the raw line (a JSON event: its record) holding every value
             literals, ids = self._keywords
             for index in literals.found(view.event.raw.lower()):
@@ -171,10 +186,36 @@ class Dispatch:
                     chosen.append(rule)
         return chosen
 
-    def _screen(self, view: EventView, hits: set[int]) -> None:
+    def _screen_memo(self, view: EventView, hits: set[int]) -> None:
+        """`_screen`, remembered by the screened values: the same values always hit the same clauses,
+        and logs repeat (cron, systemd, a scanner's requests). Bounded; switched off for a route
+        whose values hardly repeat (command lines with GUIDs), where the lookups would only cost."""
         values = list(map(view.fields.get, self._direct_names, self._blanks))  # absent: ""
         if self._other_names:
-            values += map(view.get, self._other_names)
+            values += [get(view) for get in self._other_getters]
+        memo = self._memo
+        self._events_screened += 1
+        if memo is None:
+            self._screen(values, hits)
+            return
+        try:
+            key = tuple(values)
+            found = memo.get(key)
+        except TypeError:  # a list value: not hashable, screened as it is
+            self._screen(values, hits)
+            return
+        if found is None:
+            self._screen(values, hits)
+            self._memo_misses += 1
+            if len(memo) >= _MEMO_MAX:
+                memo.clear()
+            memo[key] = frozenset(hits)
+            if self._memo_misses == _MEMO_PROBE and self._events_screened < _MEMO_PROBE * 1.1:
+                self._memo = None  # ≥ 90 % of the values so far were new: not worth remembering
+        else:
+            hits.update(found)
+
+    def _screen(self, values: list, hits: set[int]) -> None:
         lists: list[tuple[int, tuple[str, ...]]] = []
         if set(map(type, values)) != _STR_ONLY:  # numbers, lists, None from the view: rare, so a loop
             for i, value in enumerate(values):

@@ -180,6 +180,11 @@ def program_name(program: str | None) -> str:
     return name.lower()
 
 
+@functools.lru_cache(maxsize=4096)
+def _syslog_route_of_program(fmt: str, program: str | None) -> Route:
+    return _syslog_route(fmt, program_name(program))
+
+
 @functools.lru_cache(maxsize=2048)
 def _syslog_route(fmt: str, program: str) -> Route:
     services = {"syslog", fmt, *_PROGRAM_SERVICES.get(program, ())}
@@ -304,7 +309,7 @@ def route_of(event: Event) -> Route:
     if fmt == "windows":
         return windows_route(event)
     if fmt in ("syslog", "rfc5424"):
-        return _syslog_route(fmt, program_name(event.program))
+        return _syslog_route_of_program(fmt, event.program)
     if fmt == "access":
         return _ZEEK_HTTP_ROUTE if "uid" in event.fields else _WEB_ROUTE
     if fmt == "cloudtrail":

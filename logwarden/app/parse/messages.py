@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 _IP = r"[0-9A-Fa-f:.]*[0-9A-Fa-f]"  # IPv4 or IPv6, as sshd prints them
 _SSHD = [
@@ -222,6 +223,17 @@ def structured_data_fields(structured: str | None) -> dict:
 
 def add_message_fields(fields: dict, program: str | None, message: str) -> dict:
     """`fields` plus what the message states, without overwriting a field the parser already set."""
-    for key, value in message_fields(program, message).items():
+    found = _remembered_fields(program, message) if len(message) <= _REMEMBER_CHARS else \
+        message_fields(program, message).items()
+    for key, value in found:
         fields.setdefault(key, value)
     return fields
+
+
+_REMEMBER_CHARS = 512  # longer messages are rarely repeated, and must not pin memory
+
+
+@lru_cache(maxsize=8192)
+def _remembered_fields(program: str | None, message: str) -> tuple[tuple[str, object], ...]:
+    """`message_fields` of a short message, remembered: daemons repeat their lines (cron, systemd, PAM)."""
+    return tuple(message_fields(program, message).items())
