@@ -132,3 +132,30 @@ def test_realdata_log_analytics_sysmon_for_linux_rows_meet_sigmahq_rules():
     assert sum(e.fields.get("Channel") == "Linux-Sysmon/Operational" for e in events) > 50
     rule = sigma_dir() / "rules" / "linux" / "network_connection" / "net_connection_lnx_back_connect_shell_dev.yml"
     assert "Linux Reverse Shell Indicator" in {s.title for s in Detector(load_rules([rule])).scan(events)}
+
+
+# --- value shapes --------------------------------------------------------------------------------
+
+
+def firewall_rule_added(application_path: str, modifying_application: str) -> dict:
+    """Windows Firewall event 2004 as evtx_dump writes it (an empty <Data> is "")."""
+    return {"Event": {"System": {"Provider": {"#attributes": {"Name": "Microsoft-Windows-Windows Firewall With Advanced Security"}},
+                                 "EventID": 2004, "Channel": "Microsoft-Windows-Windows Firewall With Advanced Security/Firewall",
+                                 "Computer": "jump01.offsec.lan",
+                                 "TimeCreated": {"#attributes": {"SystemTime": "2021-06-03T13:05:20.2Z"}}},
+                      "EventData": {"RuleId": "{48A712F0-078E-4A6C-AA87-2545E5F432BA}", "RuleName": "any any",
+                                    "ApplicationPath": application_path, "Direction": 1, "Action": 3,
+                                    "LocalAddresses": "*", "RemoteAddresses": "*",
+                                    "ModifyingApplication": modifying_application}}}
+
+
+def test_null_is_an_absent_field_and_an_empty_value_is_not_null():
+    """SigmaHQ's "Uncommon New Firewall Rule Added" filters `ApplicationPath: null` and, for
+    svchost/dllhost only, `ApplicationPath: ''`: a rule for every program added by an admin tool."""
+    rule = sigma_dir() / "rules" / "windows" / "builtin" / "firewall_as" / "win_firewall_as_add_rule.yml"
+    by_mmc, by_svchost = parsed(firewall_rule_added("", "C:\\Windows\\System32\\mmc.exe"),
+                                firewall_rule_added("", "C:\\Windows\\System32\\svchost.exe"))
+    assert by_mmc.fields["ApplicationPath"] == ""
+    detector = Detector(load_rules([rule]))
+    assert [s.title for s in detector.scan([by_mmc])] == ["Uncommon New Firewall Rule Added In Windows Firewall Exception List"]
+    assert detector.scan([by_svchost]) == []  # the benign counterpart the rule's own filter drops
