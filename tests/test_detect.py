@@ -548,6 +548,48 @@ def test_windows_logon_failure_burst_and_spray(rules):
     assert Detector(rules).scan([failed_logon(i) for i in range(1, 4)]) == []
 
 
+def kerberos(event_id: int, i: int, status: str, user: str = "alice", ip: str = "10.23.123.11") -> Event:
+    """4771/4768 as the DC writes them: the client address in IpAddress, the result in Status."""
+    data = {"TargetUserName": user, "TargetSid": "S-1-5-21-1-2-3-1104", "ServiceName": "krbtgt/CORP",
+            "TicketOptions": "0x40810010", "Status": status, "PreAuthType": "2", "IpAddress": ip, "IpPort": "50811"}
+    return security(event_id, data, line_no=i, ts=UTC0 + timedelta(seconds=i))
+
+
+def local_failed_logon(i: int, host_ip: str = "-") -> Event:
+    return security(4625, {"TargetUserName": "Administrator", "TargetDomainName": "WIN", "Status": "0xc000006d",
+                           "SubStatus": "0xc000006a", "LogonType": "2", "LogonProcessName": "Advapi  ",
+                           "WorkstationName": "WIN", "IpAddress": host_ip, "IpPort": "-",
+                           "ProcessName": "C:\\Users\\Admin\\Desktop\\tool.exe"}, line_no=i, ts=UTC0 + timedelta(seconds=i))
+
+
+def test_kerberos_preauth_failure_burst_from_one_address(rules):
+    burst = by_rule(Detector(rules).scan([kerberos(4771, i, "0x18") for i in range(1, 13)]),
+                    "lw-win-kerberos-preauth-failure-burst")
+    assert burst and burst[0].level == "medium" and burst[0].techniques == ["T1110"]
+    # a device retrying a stale password a few times, and successful TGTs, are not an attack
+    few = Detector(rules).scan([kerberos(4771, i, "0x18") for i in range(1, 4)] +
+                               [kerberos(4768, i, "0x0") for i in range(4, 30)])
+    assert by_rule(few, "lw-win-kerberos-preauth-failure-burst") == []
+
+
+def test_kerberos_unknown_user_enumeration_counts_distinct_names(rules):
+    names = [kerberos(4768, i, "0x6", user=f"user{i}") for i in range(1, 13)]
+    assert by_rule(Detector(rules).scan(names), "lw-win-kerberos-unknown-user-burst")
+    # one stale account name asked for again and again is a misconfiguration, not enumeration
+    same = [kerberos(4768, i, "0x6", user="old-svc") for i in range(1, 30)]
+    assert by_rule(Detector(rules).scan(same), "lw-win-kerberos-unknown-user-burst") == []
+
+
+def test_local_logon_failure_burst_on_one_host(rules):
+    signals = Detector(rules).scan([local_failed_logon(i) for i in range(1, 13)])
+    assert by_rule(signals, "lw-win-local-logon-failure-burst")
+    assert by_rule(signals, "lw-win-logon-failure-burst") == []  # no address: the network rule is blind here
+    # network failures have their own, address-keyed rule; a few local typos are nothing
+    assert by_rule(Detector(rules).scan([failed_logon(i) for i in range(1, 13)]), "lw-win-local-logon-failure-burst") == []
+    assert by_rule(Detector(rules).scan([local_failed_logon(i) for i in range(1, 4)]),
+                   "lw-win-local-logon-failure-burst") == []
+
+
 @pytest.mark.parametrize("event_id, data, rule_id, level", [
     (4720, {"TargetUserName": "svc-backup2", "SubjectUserName": "admin"}, "lw-win-user-created", "medium"),
     (4732, {"MemberName": "-", "MemberSid": "S-1-5-21-1-2-3-1107", "TargetUserName": "Administrators",
