@@ -590,6 +590,37 @@ def test_local_logon_failure_burst_on_one_host(rules):
                    "lw-win-local-logon-failure-burst") == []
 
 
+def mssql_audit(i: int, action: str, statement: str, succeeded: str = "false") -> Event:
+    """SQL Server audit event 33205 as evtx_dump writes it: one unnamed <Data> of key:value lines."""
+    text = (f"audit_schema_version:1\nevent_time:2020-07-15 19:51:18.27\nsequence_number:1\naction_id:{action}\n"
+            f"succeeded:{succeeded}\nserver_principal_name:sa\nserver_instance_name:MSSQL01\\RADAR\n"
+            f"statement:{statement}\nadditional_information:<action_info><address>10.23.23.9</address></action_info>\n")
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "MSSQL$RADAR"}},
+                                   "EventID": {"#attributes": {"Qualifiers": 16384}, "#text": 33205},
+                                   "Channel": "Application", "Computer": "mssql01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"Data": {"#text": text}, "Binary": None}}}
+    [event] = parse_lines([LogLine("application.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def test_mssql_logon_failure_burst(rules):
+    wrong = "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 10.23.23.9]"
+    burst = Detector(rules).scan([mssql_audit(i, "LGIF", wrong) for i in range(1, 13)])
+    assert by_rule(burst, "lw-win-mssql-logon-failure-burst")
+    # successful logons (LGIS) and a couple of typos are routine
+    routine = [mssql_audit(i, "LGIS", "-- network protocol: TCP/IP", "true") for i in range(1, 30)]
+    routine += [mssql_audit(i, "LGIF", wrong) for i in range(30, 32)]
+    assert by_rule(Detector(rules).scan(routine), "lw-win-mssql-logon-failure-burst") == []
+
+
+def test_mssql_database_audit_specification_tampering(rules):
+    dropped = mssql_audit(1, "DL", "DROP DATABASE AUDIT SPECIFICATION [db-audit-spec]", "true")
+    assert [s.level for s in by_rule(Detector(rules).scan([dropped]), "lw-win-mssql-database-audit-tampering")] == ["medium"]
+    select = mssql_audit(2, "SL", "SELECT * FROM audit_specifications", "true")  # reading about audits is not tampering
+    assert by_rule(Detector(rules).scan([select]), "lw-win-mssql-database-audit-tampering") == []
+
+
 @pytest.mark.parametrize("event_id, data, rule_id, level", [
     (4720, {"TargetUserName": "svc-backup2", "SubjectUserName": "admin"}, "lw-win-user-created", "medium"),
     (4732, {"MemberName": "-", "MemberSid": "S-1-5-21-1-2-3-1107", "TargetUserName": "Administrators",
