@@ -604,6 +604,26 @@ def mssql_audit(i: int, action: str, statement: str, succeeded: str = "false") -
     return event
 
 
+def rdp_connection(i: int, client: str = "10.23.123.11") -> Event:
+    """RdpCoreTS 131 as evtx_dump writes it: the client as `address:port` in ClientIP."""
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "Microsoft-Windows-RemoteDesktopServices-RdpCoreTS"}},
+                                   "EventID": 131, "Channel": "Microsoft-Windows-RemoteDesktopServices-RdpCoreTS/Operational",
+                                   "Computer": "srv01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"ConnType": "TCP", "ClientIP": f"{client}:{36000 + i}"}}}
+    [event] = parse_lines([LogLine("rdpcorets.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def test_rdp_connection_burst_groups_by_the_client_address_without_its_port(rules):
+    assert rdp_connection(1).fields["src_ip"] == "10.23.123.11"
+    burst = Detector(rules).scan([rdp_connection(i) for i in range(1, 25)])
+    assert by_rule(burst, "lw-win-rdp-connection-burst")
+    # a person's sessions over the day, and several users each connecting a couple of times
+    people = [rdp_connection(i, client=f"10.0.0.{i % 12}") for i in range(1, 25)]
+    assert by_rule(Detector(rules).scan(people), "lw-win-rdp-connection-burst") == []
+
+
 def test_mssql_logon_failure_burst(rules):
     wrong = "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 10.23.23.9]"
     burst = Detector(rules).scan([mssql_audit(i, "LGIF", wrong) for i in range(1, 13)])

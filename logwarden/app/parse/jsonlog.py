@@ -293,9 +293,11 @@ def _user_data(value: Any) -> dict:
 
 
 def _ip(value: Any) -> str | None:
+    """An address as the event writes it, without the IPv4-mapped prefix or a port (RdpCoreTS's
+    `ClientIP` is `10.0.0.5:50123`)."""
     if not isinstance(value, str) or value in ("", "-"):
         return None
-    return value.removeprefix("::ffff:")
+    return split_host_port(value.removeprefix("::ffff:"))
 
 
 def _user(value: Any) -> str | None:
@@ -339,7 +341,7 @@ class WindowsParser(_ObjectParser):
                       Computer=parts.computer)
         fields = {k: v for k, v in fields.items() if v is not None}
         src_ip = next(filter(None, map(_ip, map(parts.data.get, (
-            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress")))), None)
+            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress", "ClientIP")))), None)
         user = next(filter(None, map(_user, map(parts.data.get, (
             "TargetUserName", "User", "SubjectUserName")))), None)
         _set(fields, src_ip=src_ip, user=user)
