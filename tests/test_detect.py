@@ -624,6 +624,27 @@ def test_rdp_connection_burst_groups_by_the_client_address_without_its_port(rule
     assert by_rule(Detector(rules).scan(people), "lw-win-rdp-connection-burst") == []
 
 
+def openssh_event(i: int, payload: str) -> Event:
+    """Win32-OpenSSH's OpenSSH/Operational event 4 as evtx_dump writes it: sshd's message in `payload`."""
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "OpenSSH"}}, "EventID": 4,
+                                   "Channel": "OpenSSH/Operational", "Computer": "fs01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"process": "sshd", "payload": payload}}}
+    [event] = parse_lines([LogLine("openssh.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def test_ssh_brute_force_on_windows_openssh(rules):
+    failed = [openssh_event(i, f"Failed password for invalid user hacker{i} from 10.23.23.9 port 600{i} ssh2")
+              for i in range(1, 7)]
+    assert (failed[0].fields["src_ip"], failed[0].fields["user"]) == ("10.23.23.9", "hacker1")
+    assert by_rule(Detector(rules).scan(failed), "lw-ssh-bruteforce")
+    # one mistyped password, then the login, is a person
+    person = [openssh_event(1, "Failed password for alice from 10.0.0.7 port 50001 ssh2"),
+              openssh_event(2, "Accepted password for alice from 10.0.0.7 port 50001 ssh2")]
+    assert by_rule(Detector(rules).scan(person), "lw-ssh-bruteforce") == []
+
+
 def test_mssql_logon_failure_burst(rules):
     wrong = "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 10.23.23.9]"
     burst = Detector(rules).scan([mssql_audit(i, "LGIF", wrong) for i in range(1, 13)])

@@ -345,6 +345,8 @@ class WindowsParser(_ObjectParser):
         user = next(filter(None, map(_user, map(parts.data.get, (
             "TargetUserName", "User", "SubjectUserName")))), None)
         _set(fields, src_ip=src_ip, user=user)
+        if isinstance(parts.data.get("payload"), str):  # Win32-OpenSSH: sshd's own log message in `payload`
+            add_message_fields(fields, _text(parts.data.get("process")), parts.data["payload"])
         head = f"EventID {parts.event_id} {parts.channel or ''}".rstrip()
         return new_event(line, "windows", ts=parse_any(parts.time), host=_text(parts.computer),
                          program=_text(parts.provider), message=_summary(head, parts.data),
