@@ -159,3 +159,29 @@ def test_null_is_an_absent_field_and_an_empty_value_is_not_null():
     detector = Detector(load_rules([rule]))
     assert [s.title for s in detector.scan([by_mmc])] == ["Uncommon New Firewall Rule Added In Windows Firewall Exception List"]
     assert detector.scan([by_svchost]) == []  # the benign counterpart the rule's own filter drops
+
+
+def share_access(relative_target: str, access_list: str) -> dict:
+    """Security 5145 (detailed file share) as evtx_dump writes it: AccessList holds `%%` codes."""
+    return {"Event": {"System": {"Provider": {"#attributes": {"Name": "Microsoft-Windows-Security-Auditing"}},
+                                 "EventID": 5145, "Channel": "Security", "Computer": "fs01.corp.local",
+                                 "TimeCreated": {"#attributes": {"SystemTime": "2021-06-10T21:21:26.36Z"}}},
+                      "EventData": {"SubjectUserName": "admmig", "SubjectDomainName": "CORP", "ObjectType": "File",
+                                    "IpAddress": "10.23.123.11", "ShareName": "\\\\*\\IPC$", "ShareLocalPath": "",
+                                    "RelativeTargetName": relative_target, "AccessMask": "0x3",
+                                    "AccessList": access_list, "AccessReason": "-"}}}
+
+
+def test_message_codes_are_also_seen_as_their_text(tmp_path):
+    """SigmaHQ's atsvc rule reads `AccessList|contains: WriteData`, others `'%%4417'`: both forms match."""
+    rules = [sigma_dir() / "rules" / "windows" / "builtin" / "security" / name
+             for name in ("win_security_atsvc_task.yml", "win_security_svcctl_remote_service.yml")]
+    write, read_only = parsed(share_access("atsvc", "%%4416\r\n\t\t\t\t%%4417\r\n\t\t\t\t"),
+                              share_access("atsvc", "%%4416\r\n\t\t\t\t"))
+    assert write.fields["AccessList"] == "%%4416\r\n\t\t\t\t%%4417\r\n\t\t\t\t"  # the event keeps what it said
+    detector = Detector(load_rules(rules))
+    assert {s.title for s in detector.scan([write])} == {"Remote Task Creation via ATSVC Named Pipe"}
+    assert detector.scan([read_only]) == []  # reading the pipe is not creating a task
+    coded = rule_file(tmp_path, "{product: windows, service: security}",
+                      "selection:\n  AccessList|contains: '%%4417'\ncondition: selection")
+    assert fired([coded], [write]) == {"t-rule"} and fired([coded], [read_only]) == set()
