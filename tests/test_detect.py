@@ -645,6 +645,24 @@ def test_ssh_brute_force_on_windows_openssh(rules):
     assert by_rule(Detector(rules).scan(person), "lw-ssh-bruteforce") == []
 
 
+def directory_change(object_dn: str, attribute: str = "nTSecurityDescriptor", line_no: int = 1) -> Event:
+    """Security 5136 (a directory object was modified) with the attribute's new value."""
+    return security(5136, {"SubjectUserName": "admmig", "SubjectDomainName": "CORP", "DSName": "corp.local",
+                           "DSType": "%%14676", "ObjectDN": object_dn, "ObjectClass": "container",
+                           "AttributeLDAPDisplayName": attribute, "AttributeSyntaxOID": "2.5.5.15",
+                           "AttributeValue": "O:DAG:DAD:PAI(A;;GA;;;S-1-5-21-1-2-3-1205)", "OperationType": "%%14674"},
+                    line_no=line_no)
+
+
+def test_adminsdholder_acl_change(rules):
+    signals = Detector(rules).scan([directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local")])
+    assert [(s.level, s.techniques) for s in by_rule(signals, "lw-win-adminsdholder-acl-change")] == [("high", ["T1098"])]
+    # delegating rights on an ordinary OU, or another attribute of AdminSDHolder, is everyday administration
+    ou = directory_change("OU=Sales,DC=corp,DC=local")
+    other = directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local", attribute="description")
+    assert by_rule(Detector(rules).scan([ou, other]), "lw-win-adminsdholder-acl-change") == []
+
+
 def test_mssql_logon_failure_burst(rules):
     wrong = "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 10.23.23.9]"
     burst = Detector(rules).scan([mssql_audit(i, "LGIF", wrong) for i in range(1, 13)])
