@@ -654,6 +654,15 @@ def directory_change(object_dn: str, attribute: str = "nTSecurityDescriptor", li
                     line_no=line_no)
 
 
+def test_exchange_tier0_groups_are_privileged_and_ordinary_role_groups_are_not(rules):
+    def added(group: str, rid: int) -> Event:
+        return security(4756, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "MemberSid": "S-1-5-21-1-2-3-1147",
+                               "TargetUserName": group, "TargetSid": f"S-1-5-21-1-2-3-{rid}"})
+    assert by_rule(Detector(rules).scan([added("Organization Management", 1200)]), "lw-win-added-to-privileged-group")
+    helpdesk = [added("Recipient Management", 1202), added("Help Desk", 1203), added("Sales Team", 1300)]
+    assert by_rule(Detector(rules).scan(helpdesk), "lw-win-added-to-privileged-group") == []
+
+
 def test_adminsdholder_acl_change(rules):
     signals = Detector(rules).scan([directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local")])
     assert [(s.level, s.techniques) for s in by_rule(signals, "lw-win-adminsdholder-acl-change")] == [("high", ["T1098"])]
@@ -686,6 +695,8 @@ def test_mssql_database_audit_specification_tampering(rules):
             "TargetSid": "S-1-5-32-544"}, "lw-win-added-to-privileged-group", "high"),
     (4728, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "TargetUserName": "Domain Admins",
             "TargetSid": "S-1-5-21-1-2-3-512"}, "lw-win-added-to-privileged-group", "high"),
+    (4756, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "TargetUserName": "Exchange Windows Permissions",
+            "TargetSid": "S-1-5-21-1-2-3-1207"}, "lw-win-added-to-privileged-group", "high"),
     (4697, {"ServiceName": "UpdaterSvc", "ServiceFileName": "C:\\Program Files\\Updater\\updater.exe"},
      "lw-win-service-installed", "medium"),
     (1102, {"SubjectUserName": "admin", "SubjectDomainName": "CORP"}, "lw-win-log-cleared", "high"),
