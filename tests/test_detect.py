@@ -663,6 +663,23 @@ def test_exchange_tier0_groups_are_privileged_and_ordinary_role_groups_are_not(r
     assert by_rule(Detector(rules).scan(helpdesk), "lw-win-added-to-privileged-group") == []
 
 
+def account_changed(event_id: int, uac: str, old: str = "0x84", new: str = "0x84") -> Event:
+    """4742 (computer) / 4738 (user) as the DC writes them: UserAccountControl lists `%%` flag codes."""
+    return security(event_id, {"TargetUserName": "WS7$", "TargetDomainName": "CORP", "SubjectUserName": "admmig",
+                               "SamAccountName": "-", "OldUacValue": old, "NewUacValue": new,
+                               "UserAccountControl": uac, "AllowedToDelegateTo": "-", "ServicePrincipalNames": "-"})
+
+
+def test_delegation_enabled_on_an_account(rules):
+    for uac in ("\r\n\t\t%%2093", "\r\n\t\t%%2098"):  # Trusted For Delegation / To Authenticate For Delegation
+        signals = by_rule(Detector(rules).scan([account_changed(4742, uac, new="0x40084")]), "lw-win-delegation-enabled")
+        assert [s.level for s in signals] == ["high"]
+    # a password reset, "Don't Expire Password" or delegation being taken away are not this
+    routine = [account_changed(4742, "-"), account_changed(4738, "\r\n\t\t%%2089"),
+               account_changed(4742, "\r\n\t\t%%2061")]
+    assert by_rule(Detector(rules).scan(routine), "lw-win-delegation-enabled") == []
+
+
 def test_adminsdholder_acl_change(rules):
     signals = Detector(rules).scan([directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local")])
     assert [(s.level, s.techniques) for s in by_rule(signals, "lw-win-adminsdholder-acl-change")] == [("high", ["T1098"])]
