@@ -247,18 +247,17 @@ def _xml_event_parts(root: ElementTree.Element) -> WindowsParts | None:
     system = _child(root, "System")
     if system is None:
         return None
-    text = {_local(c.tag): c for c in system}
-    event_id = _event_id(text["EventID"].text if "EventID" in text else None)
+    items = {_local(c.tag): c for c in system}
+    empty = ElementTree.Element("missing")
+    event_id = _event_id(items.get("EventID", empty).text)
     if event_id is None:
         return None
     data = _xml_event_data(_child(root, "EventData"))
     user_data = _child(root, "UserData")
     for wrapper in [] if user_data is None else list(user_data):  # UserData wraps its keys in one element
         data.update({_local(c.tag): c.text for c in wrapper})
-    value = lambda name: text[name].text if name in text else None  # noqa: E731
-    attribute = lambda name, key: text[name].get(key) if name in text else None  # noqa: E731
-    return WindowsParts(event_id, value("Channel"), attribute("Provider", "Name"), value("Computer"),
-                        attribute("TimeCreated", "SystemTime"), data)
+    return WindowsParts(event_id, items.get("Channel", empty).text, items.get("Provider", empty).get("Name"),
+                        items.get("Computer", empty).text, items.get("TimeCreated", empty).get("SystemTime"), data)
 
 
 def _xml_event_data(element: ElementTree.Element | None) -> dict:
