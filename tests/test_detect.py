@@ -549,12 +549,172 @@ def test_windows_logon_failure_burst_and_spray(rules):
     assert Detector(rules).scan([failed_logon(i) for i in range(1, 4)]) == []
 
 
+def kerberos(event_id: int, i: int, status: str, user: str = "alice", ip: str = "10.23.123.11") -> Event:
+    """4771/4768 as the DC writes them: the client address in IpAddress, the result in Status."""
+    data = {"TargetUserName": user, "TargetSid": "S-1-5-21-1-2-3-1104", "ServiceName": "krbtgt/CORP",
+            "TicketOptions": "0x40810010", "Status": status, "PreAuthType": "2", "IpAddress": ip, "IpPort": "50811"}
+    return security(event_id, data, line_no=i, ts=UTC0 + timedelta(seconds=i))
+
+
+def local_failed_logon(i: int, host_ip: str = "-") -> Event:
+    return security(4625, {"TargetUserName": "Administrator", "TargetDomainName": "WIN", "Status": "0xc000006d",
+                           "SubStatus": "0xc000006a", "LogonType": "2", "LogonProcessName": "Advapi  ",
+                           "WorkstationName": "WIN", "IpAddress": host_ip, "IpPort": "-",
+                           "ProcessName": "C:\\Users\\Admin\\Desktop\\tool.exe"}, line_no=i, ts=UTC0 + timedelta(seconds=i))
+
+
+def test_kerberos_preauth_failure_burst_from_one_address(rules):
+    burst = by_rule(Detector(rules).scan([kerberos(4771, i, "0x18") for i in range(1, 13)]),
+                    "lw-win-kerberos-preauth-failure-burst")
+    assert burst and burst[0].level == "medium" and burst[0].techniques == ["T1110"]
+    # a device retrying a stale password a few times, and successful TGTs, are not an attack
+    few = Detector(rules).scan([kerberos(4771, i, "0x18") for i in range(1, 4)] +
+                               [kerberos(4768, i, "0x0") for i in range(4, 30)])
+    assert by_rule(few, "lw-win-kerberos-preauth-failure-burst") == []
+
+
+def test_kerberos_unknown_user_enumeration_counts_distinct_names(rules):
+    names = [kerberos(4768, i, "0x6", user=f"user{i}") for i in range(1, 13)]
+    assert by_rule(Detector(rules).scan(names), "lw-win-kerberos-unknown-user-burst")
+    # one stale account name asked for again and again is a misconfiguration, not enumeration
+    same = [kerberos(4768, i, "0x6", user="old-svc") for i in range(1, 30)]
+    assert by_rule(Detector(rules).scan(same), "lw-win-kerberos-unknown-user-burst") == []
+
+
+def test_local_logon_failure_burst_on_one_host(rules):
+    signals = Detector(rules).scan([local_failed_logon(i) for i in range(1, 13)])
+    assert by_rule(signals, "lw-win-local-logon-failure-burst")
+    assert by_rule(signals, "lw-win-logon-failure-burst") == []  # no address: the network rule is blind here
+    # network failures have their own, address-keyed rule; a few local typos are nothing
+    assert by_rule(Detector(rules).scan([failed_logon(i) for i in range(1, 13)]), "lw-win-local-logon-failure-burst") == []
+    assert by_rule(Detector(rules).scan([local_failed_logon(i) for i in range(1, 4)]),
+                   "lw-win-local-logon-failure-burst") == []
+
+
+def mssql_audit(i: int, action: str, statement: str, succeeded: str = "false") -> Event:
+    """SQL Server audit event 33205 as evtx_dump writes it: one unnamed <Data> of key:value lines."""
+    text = (f"audit_schema_version:1\nevent_time:2020-07-15 19:51:18.27\nsequence_number:1\naction_id:{action}\n"
+            f"succeeded:{succeeded}\nserver_principal_name:sa\nserver_instance_name:MSSQL01\\RADAR\n"
+            f"statement:{statement}\nadditional_information:<action_info><address>10.23.23.9</address></action_info>\n")
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "MSSQL$RADAR"}},
+                                   "EventID": {"#attributes": {"Qualifiers": 16384}, "#text": 33205},
+                                   "Channel": "Application", "Computer": "mssql01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"Data": {"#text": text}, "Binary": None}}}
+    [event] = parse_lines([LogLine("application.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def rdp_connection(i: int, client: str = "10.23.123.11") -> Event:
+    """RdpCoreTS 131 as evtx_dump writes it: the client as `address:port` in ClientIP."""
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "Microsoft-Windows-RemoteDesktopServices-RdpCoreTS"}},
+                                   "EventID": 131, "Channel": "Microsoft-Windows-RemoteDesktopServices-RdpCoreTS/Operational",
+                                   "Computer": "srv01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"ConnType": "TCP", "ClientIP": f"{client}:{36000 + i}"}}}
+    [event] = parse_lines([LogLine("rdpcorets.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def test_rdp_connection_burst_groups_by_the_client_address_without_its_port(rules):
+    assert rdp_connection(1).fields["src_ip"] == "10.23.123.11"
+    burst = Detector(rules).scan([rdp_connection(i) for i in range(1, 25)])
+    assert by_rule(burst, "lw-win-rdp-connection-burst")
+    # a person's sessions over the day, and several users each connecting a couple of times
+    people = [rdp_connection(i, client=f"10.0.0.{i % 12}") for i in range(1, 25)]
+    assert by_rule(Detector(rules).scan(people), "lw-win-rdp-connection-burst") == []
+
+
+def openssh_event(i: int, payload: str) -> Event:
+    """Win32-OpenSSH's OpenSSH/Operational event 4 as evtx_dump writes it: sshd's message in `payload`."""
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "OpenSSH"}}, "EventID": 4,
+                                   "Channel": "OpenSSH/Operational", "Computer": "fs01.corp.local",
+                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=i)).isoformat()}}},
+                        "EventData": {"process": "sshd", "payload": payload}}}
+    [event] = parse_lines([LogLine("openssh.json", 0, 0, i, json.dumps(record))], "windows")
+    return event
+
+
+def test_ssh_brute_force_on_windows_openssh(rules):
+    failed = [openssh_event(i, f"Failed password for invalid user hacker{i} from 10.23.23.9 port 600{i} ssh2")
+              for i in range(1, 7)]
+    assert (failed[0].fields["src_ip"], failed[0].fields["user"]) == ("10.23.23.9", "hacker1")
+    assert by_rule(Detector(rules).scan(failed), "lw-ssh-bruteforce")
+    # one mistyped password, then the login, is a person
+    person = [openssh_event(1, "Failed password for alice from 10.0.0.7 port 50001 ssh2"),
+              openssh_event(2, "Accepted password for alice from 10.0.0.7 port 50001 ssh2")]
+    assert by_rule(Detector(rules).scan(person), "lw-ssh-bruteforce") == []
+
+
+def directory_change(object_dn: str, attribute: str = "nTSecurityDescriptor", line_no: int = 1) -> Event:
+    """Security 5136 (a directory object was modified) with the attribute's new value."""
+    return security(5136, {"SubjectUserName": "admmig", "SubjectDomainName": "CORP", "DSName": "corp.local",
+                           "DSType": "%%14676", "ObjectDN": object_dn, "ObjectClass": "container",
+                           "AttributeLDAPDisplayName": attribute, "AttributeSyntaxOID": "2.5.5.15",
+                           "AttributeValue": "O:DAG:DAD:PAI(A;;GA;;;S-1-5-21-1-2-3-1205)", "OperationType": "%%14674"},
+                    line_no=line_no)
+
+
+def test_exchange_tier0_groups_are_privileged_and_ordinary_role_groups_are_not(rules):
+    def added(group: str, rid: int) -> Event:
+        return security(4756, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "MemberSid": "S-1-5-21-1-2-3-1147",
+                               "TargetUserName": group, "TargetSid": f"S-1-5-21-1-2-3-{rid}"})
+    assert by_rule(Detector(rules).scan([added("Organization Management", 1200)]), "lw-win-added-to-privileged-group")
+    helpdesk = [added("Recipient Management", 1202), added("Help Desk", 1203), added("Sales Team", 1300)]
+    assert by_rule(Detector(rules).scan(helpdesk), "lw-win-added-to-privileged-group") == []
+
+
+def account_changed(event_id: int, uac: str, old: str = "0x84", new: str = "0x84") -> Event:
+    """4742 (computer) / 4738 (user) as the DC writes them: UserAccountControl lists `%%` flag codes."""
+    return security(event_id, {"TargetUserName": "WS7$", "TargetDomainName": "CORP", "SubjectUserName": "admmig",
+                               "SamAccountName": "-", "OldUacValue": old, "NewUacValue": new,
+                               "UserAccountControl": uac, "AllowedToDelegateTo": "-", "ServicePrincipalNames": "-"})
+
+
+def test_delegation_enabled_on_an_account(rules):
+    for uac in ("\r\n\t\t%%2093", "\r\n\t\t%%2098"):  # Trusted For Delegation / To Authenticate For Delegation
+        signals = by_rule(Detector(rules).scan([account_changed(4742, uac, new="0x40084")]), "lw-win-delegation-enabled")
+        assert [s.level for s in signals] == ["high"]
+    # a password reset, "Don't Expire Password" or delegation being taken away are not this
+    routine = [account_changed(4742, "-"), account_changed(4738, "\r\n\t\t%%2089"),
+               account_changed(4742, "\r\n\t\t%%2061")]
+    assert by_rule(Detector(rules).scan(routine), "lw-win-delegation-enabled") == []
+
+
+def test_adminsdholder_acl_change(rules):
+    signals = Detector(rules).scan([directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local")])
+    assert [(s.level, s.techniques) for s in by_rule(signals, "lw-win-adminsdholder-acl-change")] == [("high", ["T1098"])]
+    # delegating rights on an ordinary OU, or another attribute of AdminSDHolder, is everyday administration
+    ou = directory_change("OU=Sales,DC=corp,DC=local")
+    other = directory_change("CN=AdminSDHolder,CN=System,DC=corp,DC=local", attribute="description")
+    assert by_rule(Detector(rules).scan([ou, other]), "lw-win-adminsdholder-acl-change") == []
+
+
+def test_mssql_logon_failure_burst(rules):
+    wrong = "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 10.23.23.9]"
+    burst = Detector(rules).scan([mssql_audit(i, "LGIF", wrong) for i in range(1, 13)])
+    assert by_rule(burst, "lw-win-mssql-logon-failure-burst")
+    # successful logons (LGIS) and a couple of typos are routine
+    routine = [mssql_audit(i, "LGIS", "-- network protocol: TCP/IP", "true") for i in range(1, 30)]
+    routine += [mssql_audit(i, "LGIF", wrong) for i in range(30, 32)]
+    assert by_rule(Detector(rules).scan(routine), "lw-win-mssql-logon-failure-burst") == []
+
+
+def test_mssql_database_audit_specification_tampering(rules):
+    dropped = mssql_audit(1, "DL", "DROP DATABASE AUDIT SPECIFICATION [db-audit-spec]", "true")
+    assert [s.level for s in by_rule(Detector(rules).scan([dropped]), "lw-win-mssql-database-audit-tampering")] == ["medium"]
+    select = mssql_audit(2, "SL", "SELECT * FROM audit_specifications", "true")  # reading about audits is not tampering
+    assert by_rule(Detector(rules).scan([select]), "lw-win-mssql-database-audit-tampering") == []
+
+
 @pytest.mark.parametrize("event_id, data, rule_id, level", [
     (4720, {"TargetUserName": "svc-backup2", "SubjectUserName": "admin"}, "lw-win-user-created", "medium"),
     (4732, {"MemberName": "-", "MemberSid": "S-1-5-21-1-2-3-1107", "TargetUserName": "Administrators",
             "TargetSid": "S-1-5-32-544"}, "lw-win-added-to-privileged-group", "high"),
     (4728, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "TargetUserName": "Domain Admins",
             "TargetSid": "S-1-5-21-1-2-3-512"}, "lw-win-added-to-privileged-group", "high"),
+    (4756, {"MemberName": "CN=eve,CN=Users,DC=corp,DC=local", "TargetUserName": "Exchange Windows Permissions",
+            "TargetSid": "S-1-5-21-1-2-3-1207"}, "lw-win-added-to-privileged-group", "high"),
     (4697, {"ServiceName": "UpdaterSvc", "ServiceFileName": "C:\\Program Files\\Updater\\updater.exe"},
      "lw-win-service-installed", "medium"),
     (1102, {"SubjectUserName": "admin", "SubjectDomainName": "CORP"}, "lw-win-log-cleared", "high"),

@@ -104,6 +104,7 @@ def test_string_modifiers(tmp_path, detection, command_line, expected):
     ("selection:\n  SourceHostname|exists: false", {"DestinationIp": "1.1.1.1"}, True),
     ("selection:\n  SourceHostname: null", {"DestinationIp": "1.1.1.1"}, True),
     ("selection:\n  SourceHostname: null", {"SourceHostname": "WS1"}, False),
+    ("selection:\n  SourceHostname: null", {"SourceHostname": ""}, False),  # empty is '', not null
     ("selection:\n  SourceHostname: ''", {"SourceHostname": ""}, True),
     ("selection:\n  SourceHostname|fieldref: DestinationHostname", {"SourceHostname": "a", "DestinationHostname": "A"}, True),
     ("selection:\n  SourceHostname|fieldref: DestinationHostname", {"SourceHostname": "a", "DestinationHostname": "b"}, False),

@@ -265,7 +265,10 @@ def _bool_leaf(name: str, value: tuple) -> Matcher:
 
 
 def _null_leaf(name: str, value: tuple) -> Matcher:
-    return _costed(lambda v: v.get(name) in (None, "", [], ()), 1)
+    # Sigma keeps `null` (no value: the field is absent or JSON null) apart from `''` (an empty value,
+    # e.g. an empty <Data> element): SigmaHQ rules filter each on its own, as pySigma's SQL backends
+    # do (`IS NULL` vs `= ''`)
+    return _costed(lambda v: v.get(name) is None, 1)
 
 
 def _exists_leaf(name: str, value: tuple) -> Matcher:

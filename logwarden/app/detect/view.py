@@ -11,6 +11,7 @@ field (lists stay lists: a rule matches when any element does). Knows nothing ab
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -77,12 +78,39 @@ def lower_text(value: Any) -> str | tuple[str, ...] | None:
     return tuple(t.lower() for t in text)
 
 
+# Security-auditing message strings (msobjs.dll) that events store as `%%NNNN` and the Event Viewer
+# shows as text: SigmaHQ rules test either form (`AccessList|contains: '%%4417'` and `... 'WriteData'`).
+# The access-right tables of Microsoft's 4656/4663/5145 (files, keys) and 4662 (directory) documentation.
+MESSAGE_STRINGS = {
+    "1537": "DELETE", "1538": "READ_CONTROL", "1539": "WRITE_DAC", "1540": "WRITE_OWNER", "1541": "SYNCHRONIZE",
+    "1542": "ACCESS_SYS_SEC", "4416": "ReadData (or ListDirectory)", "4417": "WriteData (or AddFile)",
+    "4418": "AppendData (or AddSubdirectory or CreatePipeInstance)", "4419": "ReadEA", "4420": "WriteEA",
+    "4421": "Execute/Traverse", "4422": "DeleteChild", "4423": "ReadAttributes", "4424": "WriteAttributes",
+    "4432": "Query key value", "4433": "Set key value", "4434": "Create sub-key", "4435": "Enumerate sub-keys",
+    "4436": "Notify about changes to keys", "4437": "Create Link", "7680": "Create Child", "7681": "Delete Child",
+    "7682": "List Contents", "7683": "Write Self", "7684": "Read Property", "7685": "Write Property",
+    "7686": "Delete Tree", "7687": "List Object", "7688": "Control Access",
+}
+_MESSAGE_CODE = re.compile(r"%%(\d{4})")
+
+
+def rendered(text: str) -> str:
+    """`%%4416 %%4417` → `ReadData (or ListDirectory) WriteData (or AddFile)` (unknown codes stay)."""
+    return _MESSAGE_CODE.sub(lambda m: MESSAGE_STRINGS.get(m.group(1), m.group(0)), text)
+
+
 def _sigma_keys(event: Event) -> dict[str, Any]:
-    """Windows EventData names with spaces (Defender's "Threat Name") as Sigma writes them ("ThreatName")."""
+    """A Windows event's fields as Sigma rules name and spell them: EventData names with spaces
+    (Defender's "Threat Name") also without ("ThreatName"); a value holding `%%NNNN` message codes
+    also as its text (the pair is a list: a rule matches when either form does)."""
     fields = event.fields
-    if event.format != "windows" or " " not in "".join(fields):
+    if event.format != "windows":
         return fields
-    return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
+    if " " in "".join(fields):
+        fields = fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
+    texts = {key: rendered(value) for key, value in fields.items() if type(value) is str and "%%" in value}
+    pairs = {key: (fields[key], text) for key, text in texts.items() if text != fields[key]}
+    return fields | pairs if pairs else fields
 
 
 def _dig(value: Any, parts: list[str]) -> Any:

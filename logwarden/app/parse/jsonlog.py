@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ElementTree
 from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import datetime
@@ -78,9 +79,10 @@ class WindowsParts:
 
 
 def windows_parts(obj: dict) -> WindowsParts | None:
-    """Recognise EVTX→JSON, Winlogbeat 7+/ECS, Winlogbeat 6, and flat (NXLog, Splunk,
-    Security-Datasets, Get-WinEvent) shapes; None when the object is not a Windows event."""
-    for shape in (_evtx_shape, _winlogbeat_shape, _flat_shape):
+    """Recognise EVTX→JSON, Winlogbeat 7+/ECS, Winlogbeat 6, flat (NXLog, Splunk, Security-Datasets,
+    Get-WinEvent, Log Analytics' SecurityEvent/WindowsEvent tables) shapes, and rows that carry the
+    whole event as XML text; None when the object is not a Windows event."""
+    for shape in (_evtx_shape, _winlogbeat_shape, _flat_shape, _embedded_xml_shape):
         parts = shape(obj)
         if parts is not None:
             return parts
@@ -135,8 +137,12 @@ def _flat_shape(obj: dict) -> WindowsParts | None:
     if event_id is None:
         return None
     nested = obj.get("EventData")
-    data = _event_data(nested) if isinstance(nested, dict) else {
-        k: v for k, v in obj.items() if k not in _FLAT_SYSTEM_KEYS}
+    if isinstance(nested, dict):
+        data = _event_data(nested)
+    else:  # the row's own columns, and a text EventData's keys (Log Analytics keeps both)
+        data = {k: v for k, v in obj.items() if k not in _FLAT_SYSTEM_KEYS}
+        if isinstance(nested, str):
+            data |= _event_data(nested) or {"EventData": nested}
     return WindowsParts(
         event_id, _first(obj, "Channel", "LogName"),
         _first(obj, "ProviderName", "SourceName", "Provider"),
@@ -175,7 +181,11 @@ def _attribute(value: Any, name: str) -> Any:
 
 
 def _event_data(value: Any) -> dict:
-    """EventData as a flat dict, also from xmltodict's `{"Data": [{"@Name": k, "#text": v}]}`."""
+    """EventData as a flat dict, also from xmltodict's `{"Data": [{"@Name": k, "#text": v}]}` and
+    from text: Log Analytics keeps it as a JSON string (the WindowsEvent table) or as the
+    `<EventData>` XML (the SecurityEvent table)."""
+    if isinstance(value, str):
+        value = _decoded_event_data(value)
     if not isinstance(value, dict):
         return {}
     items = value.get("Data")
@@ -185,6 +195,78 @@ def _event_data(value: Any) -> dict:
         named = {_data_name(i): i.get("#text", i.get("text")) for i in items if _data_name(i)}
         return named | _unnamed_data([i.get("#text", i.get("text")) for i in items if not _data_name(i)])
     return dict(value)
+
+
+def _decoded_event_data(text: str) -> dict | None:
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            value = bounded_json.loads(stripped)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+    if stripped.startswith("<"):
+        root = _xml_root(stripped)
+        return None if root is None else _xml_event_data(root)
+    return None
+
+
+# --- Windows events as XML text (Log Analytics columns, forwarded rendered events) -------------------
+
+
+def _embedded_xml_shape(obj: dict) -> WindowsParts | None:
+    """A row whose column holds the whole `<Event>` XML: Log Analytics' Syslog table keeps Sysmon
+    for Linux events so (`SyslogMessage`), and collectors that forward the rendered XML do the same."""
+    for value in obj.values():
+        if isinstance(value, str) and value.startswith("<Event") and "<System" in value:
+            root = _xml_root(value)
+            if root is not None and _local(root.tag) == "Event":
+                return _xml_event_parts(root)
+    return None
+
+
+def _xml_root(text: str) -> ElementTree.Element | None:
+    # Event XML never has a DTD: refusing one means no entity is ever expanded (billion laughs)
+    if "<!" in text:
+        return None
+    try:
+        return ElementTree.fromstring(text)
+    except ElementTree.ParseError:
+        return None
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _child(element: ElementTree.Element, name: str) -> ElementTree.Element | None:
+    return next((c for c in element if _local(c.tag) == name), None)
+
+
+def _xml_event_parts(root: ElementTree.Element) -> WindowsParts | None:
+    system = _child(root, "System")
+    if system is None:
+        return None
+    items = {_local(c.tag): c for c in system}
+    empty = ElementTree.Element("missing")
+    event_id = _event_id(items.get("EventID", empty).text)
+    if event_id is None:
+        return None
+    data = _xml_event_data(_child(root, "EventData"))
+    user_data = _child(root, "UserData")
+    for wrapper in [] if user_data is None else list(user_data):  # UserData wraps its keys in one element
+        data.update({_local(c.tag): c.text for c in wrapper})
+    return WindowsParts(event_id, items.get("Channel", empty).text, items.get("Provider", empty).get("Name"),
+                        items.get("Computer", empty).text, items.get("TimeCreated", empty).get("SystemTime"), data)
+
+
+def _xml_event_data(element: ElementTree.Element | None) -> dict:
+    """`<Data Name="k">v</Data>` as {k: v}; unnamed `<Data>` as `_unnamed_data` keeps them."""
+    if element is None:
+        return {}
+    items = [c for c in element if _local(c.tag) == "Data"]
+    named = {c.get("Name"): c.text for c in items if c.get("Name")}
+    return named | _unnamed_data([c.text or "" for c in items if not c.get("Name")])
 
 
 def _unnamed_data(texts: list) -> dict:
@@ -210,9 +292,11 @@ def _user_data(value: Any) -> dict:
 
 
 def _ip(value: Any) -> str | None:
+    """An address as the event writes it, without the IPv4-mapped prefix or a port (RdpCoreTS's
+    `ClientIP` is `10.0.0.5:50123`)."""
     if not isinstance(value, str) or value in ("", "-"):
         return None
-    return value.removeprefix("::ffff:")
+    return split_host_port(value.removeprefix("::ffff:"))
 
 
 def _user(value: Any) -> str | None:
@@ -256,10 +340,12 @@ class WindowsParser(_ObjectParser):
                       Computer=parts.computer)
         fields = {k: v for k, v in fields.items() if v is not None}
         src_ip = next(filter(None, map(_ip, map(parts.data.get, (
-            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress")))), None)
+            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress", "ClientIP")))), None)
         user = next(filter(None, map(_user, map(parts.data.get, (
             "TargetUserName", "User", "SubjectUserName")))), None)
         _set(fields, src_ip=src_ip, user=user)
+        if isinstance(parts.data.get("payload"), str):  # Win32-OpenSSH: sshd's own log message in `payload`
+            add_message_fields(fields, _text(parts.data.get("process")), parts.data["payload"])
         head = f"EventID {parts.event_id} {parts.channel or ''}".rstrip()
         return new_event(line, "windows", ts=parse_any(parts.time), host=_text(parts.computer),
                          program=_text(parts.provider), message=_summary(head, parts.data),
