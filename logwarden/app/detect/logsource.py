@@ -181,14 +181,11 @@ def program_name(program: str | None) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _syslog_route_of_program(fmt: str, program: str | None) -> Route:
-    return _syslog_route(fmt, program_name(program))
-
-
-@functools.lru_cache(maxsize=2048)
-def _syslog_route(fmt: str, program: str) -> Route:
-    services = {"syslog", fmt, *_PROGRAM_SERVICES.get(program, ())}
-    if program in _AUTH_PROGRAMS:
+def _syslog_route(fmt: str, program: str | None) -> Route:
+    """Cached by the program as the line writes it (`sshd`, `/usr/sbin/CRON`): one lookup an event."""
+    name = program_name(program)
+    services = {"syslog", fmt, *_PROGRAM_SERVICES.get(name, ())}
+    if name in _AUTH_PROGRAMS:
         services.add("auth")
     return Route(frozenset(("linux",)), frozenset(("application",)), frozenset(services))
 
@@ -309,7 +306,7 @@ def route_of(event: Event) -> Route:
     if fmt == "windows":
         return windows_route(event)
     if fmt in ("syslog", "rfc5424"):
-        return _syslog_route_of_program(fmt, event.program)
+        return _syslog_route(fmt, event.program)
     if fmt == "access":
         return _ZEEK_HTTP_ROUTE if "uid" in event.fields else _WEB_ROUTE
     if fmt == "cloudtrail":
