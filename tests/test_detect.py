@@ -428,6 +428,35 @@ def test_backup_and_include_files_are_a_low_reconnaissance_signal(detector, requ
     assert (signal.rule_id, signal.level, signal.category) == ("lw-web-backup-file-probe", "low", "reconnaissance")
 
 
+
+@pytest.mark.parametrize("request_line", [
+    "GET /iissamples/ExAir/Default.asp HTTP/1.1",
+    "GET /iisadmpwd/aexp.htr HTTP/1.1",
+    "GET /scripts/tools/newdsn.exe HTTP/1.1",
+    "GET /CFIDE/administrator/index.cfm HTTP/1.1",
+    "GET /servlet/snoop HTTP/1.1",
+    "GET /examples/jsp/snp/snoop.jsp HTTP/1.1",
+    "GET /jmx-console/HtmlAdaptor HTTP/1.1",
+    "GET /names.nsf HTTP/1.1",
+    "GET /cgi-bin/phf?Qalias=x HTTP/1.0",
+    "GET /default.ida?NNNNNNNN HTTP/1.0",
+    "GET /_vti_bin/shtml.dll HTTP/1.1",
+])
+def test_server_sample_and_console_probes_are_low_reconnaissance(detector, request_line):
+    [signal] = by_rule(detector.scan([web(request_line, status=404)]), "lw-web-server-sample-probe")
+    assert (signal.level, signal.category) == ("low", "reconnaissance")
+
+
+@pytest.mark.parametrize("request_line", [
+    "GET /docs/samples/index.html HTTP/1.1",  # a site's own samples folder
+    "GET /blog/examples-of-good-design HTTP/1.1",
+    "GET /app/idaho.html HTTP/1.1",
+    "GET /search?q=names.nsf HTTP/1.1",  # the words in a query are not a request for the resource
+    "GET /static/scripts/app.js HTTP/1.1",
+])
+def test_ordinary_paths_are_not_server_sample_probes(detector, request_line):
+    assert by_rule(detector.scan([web(request_line)]), "lw-web-server-sample-probe") == []
+
 def test_webshell_success_is_critical_and_probe_is_low(detector):
     hit = detector.scan([web("POST /wp-content/uploads/2024/03/shell.php?cmd=id HTTP/1.1", status=200)])
     probe = detector.scan([web("GET /c99.php HTTP/1.1", status=404, line_no=2)])
