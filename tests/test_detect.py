@@ -374,6 +374,7 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /item.php?id=-7404%27+where+1536%3D1536+order+by+1%23 HTTP/1.1", "lw-web-sqli"),
     ("GET /item.php?id=1%22%29%29%29+and+exp%28~%28select+%2A+from+%28select+concat%280x7171706a71%2C1%29%29x%29%29 HTTP/1.1", "lw-web-sqli"),
     ("GET /item.php?id=1%27+in+boolean+mode%29+and+make_set%288403%3D8403%2C8899%29%23 HTTP/1.1", "lw-web-sqli"),
+    ("GET /tienda1/publico/caracteristicas.jsp?id=2%27OR%27a%3D%27a HTTP/1.1", "lw-web-sqli"),  # tautology, no spaces
     ("GET /form.jsp?login=%3C%21--%23EXEC+cmd%3D%22ls+%2F%22--%3E HTTP/1.1", "lw-web-ssi-injection"),
     ("GET /item.jsp?precio=39%3C%21--%23include+file%3D%22secret%22+--%3E HTTP/1.1", "lw-web-ssi-injection"),
     ("GET /login.jsp?B1=any%0D%0ASet-cookie%3A+Tamper%3D1041264011025374727 HTTP/1.1", "lw-web-header-injection"),
@@ -404,6 +405,7 @@ def test_shellshock_in_user_agent(detector):
     "GET /comments?text=%3C%21--+a+plain+HTML+comment+--%3E HTTP/1.1",
     "GET /~alice/index.html HTTP/1.1",
     "GET /catalog/item.php?value=c%2F%20caridad%20s%2Fn HTTP/1.1",
+    "GET /shop?ciudad=Santa+Maria+d%27Oló&name=O%27Brien HTTP/1.1",
     "GET /search?q=2+and+3+are+prime&order=asc HTTP/1.1",  # words and numbers, no comparison
     "GET /shop?size=10&color=red;sessionid=77 HTTP/1.1",
     "GET /help/how-to-order-by-date HTTP/1.1",
