@@ -1382,6 +1382,23 @@ def _trail(name: str, params: dict | None = None, *, user: str = "ci-bot", secon
     ([_trail("AuthorizeSecurityGroupIngress", {"groupId": "sg-1", "ipPermissions": {"items": [
         {"ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "ipRanges": {"items": [{"cidrIp": "0.0.0.0/0"}]}}]}})],
      "lw-aws-security-group-open-to-world"),
+    ([_trail("GetPasswordData", {"instanceId": f"i-0{i}"}, second=i, error="Client.UnauthorizedOperation" if i % 2 else None)
+      for i in range(6)], "lw-aws-ec2-password-data-harvest"),
+    ([_trail("ModifyInstanceAttribute", {"instanceId": "i-01", "userData": {"value": "IyEvYmluL2Jhc2gK"}})],
+     "lw-aws-ec2-user-data-modified"),
+    ([_trail("UpdateAssumeRolePolicy", {"roleName": "ops", "policyDocument": json.dumps(
+        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]})},
+        source="iam.amazonaws.com")], "lw-aws-role-trust-anyone"),
+    ([_trail("AddPermission20150331v2", {"functionName": "billing", "statementId": "x", "action": "lambda:InvokeFunction",
+                                         "principal": "*"}, source="lambda.amazonaws.com")], "lw-aws-lambda-public-permission"),
+    ([_trail("ScheduleKeyDeletion", {"keyId": "k-1", "pendingWindowInDays": 7}, source="kms.amazonaws.com")],
+     "lw-aws-kms-key-disabled-or-deleted"),
+    ([_trail("LeaveOrganization", {}, source="organizations.amazonaws.com")], "lw-aws-leave-organization"),
+    ([_trail("DeleteResolverQueryLogConfig", {"resolverQueryLogConfigId": "rqlc-1"}, source="route53resolver.amazonaws.com")],
+     "lw-aws-logging-weakened"),
+    ([_trail("PutBucketLifecycle", {"bucketName": "org-trail-logs", "LifecycleConfiguration": {"Rule": {
+        "Expiration": {"Days": 1}, "Status": "Enabled", "Filter": {"Prefix": ""}}}}, source="s3.amazonaws.com")],
+     "lw-aws-cloudtrail-bucket-expiry"),
 ])
 def test_cloudtrail_attack_techniques(rules, lines, rule_id):
     signals = by_rule(Detector(rules).scan(parsed(lines, "cloudtrail", "trail.json")), rule_id)
@@ -1396,6 +1413,17 @@ def test_cloudtrail_attack_techniques(rules, lines, rule_id):
     [_trail("UpdateLoginProfile", {"userName": "ci-bot"}, source="iam.amazonaws.com")],  # their own password
     [_trail("UpdateDetector", {"detectorId": "12abc", "enable": True}, source="guardduty.amazonaws.com")],
     [_trail("AuthorizeSecurityGroupIngress", {"groupId": "sg-1", "ipPermissions": {"items": [{"ipRanges": {"items": [{"cidrIp": "10.0.0.0/8"}]}}]}})],
+    [_trail("GetPasswordData", {"instanceId": f"i-0{i}"}, second=i) for i in range(2)],  # one admin, two servers
+    [_trail("ModifyInstanceAttribute", {"instanceId": "i-01", "instanceType": {"value": "t3.large"}})],
+    [_trail("UpdateAssumeRolePolicy", {"roleName": "ops", "policyDocument": json.dumps(
+        {"Statement": [{"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::111122223333:root"}, "Action": "sts:AssumeRole"}]})},
+        source="iam.amazonaws.com")],
+    [_trail("AddPermission20150331v2", {"functionName": "thumbs", "statementId": "s3", "action": "lambda:InvokeFunction",
+                                        "principal": "s3.amazonaws.com"}, source="lambda.amazonaws.com")],
+    [_trail("EnableKey", {"keyId": "k-1"}, source="kms.amazonaws.com")],
+    [_trail("CreateResolverQueryLogConfig", {"name": "vpc-dns"}, source="route53resolver.amazonaws.com")],
+    [_trail("PutBucketLifecycle", {"bucketName": "org-trail-logs", "LifecycleConfiguration": {"Rule": {
+        "Expiration": {"Days": 365}, "Status": "Enabled"}}}, source="s3.amazonaws.com")],
 ])
 def test_cloudtrail_benign_lookalikes_are_quiet(rules, lines):
     assert Detector(rules).scan(parsed(lines, "cloudtrail", "trail.json")) == []
