@@ -357,6 +357,10 @@ def web(request: str, status: int = 200, agent: str = "Mozilla/5.0 (X11; Linux x
     ("GET /search?q=%3Cscript%3Ealert(document.cookie)%3C/script%3E HTTP/1.1", "lw-web-xss"),
     ("GET /profile?name=%22%3E%3Cimg%20src=x%20onerror=alert(1)%3E HTTP/1.1", "lw-web-xss"),
     ("GET /redirect?url=javascript:alert(1) HTTP/1.1", "lw-web-xss"),
+    ("GET /page?x=%3Clink+rel%3D%22stylesheet%22+href%3D%22http%3A%2F%2F198.51.100.9%2Fx.css%22%3E HTTP/1.1", "lw-web-xss"),
+    ("GET /page?x=%3Cmeta+http-equiv%3D%22refresh%22+content%3D%220%3Burl%3Ddata%3Atext%2Fhtml%3Bbase64%2CPHNjcmlwdD4%3D%22%3E HTTP/1.1", "lw-web-xss"),
+    ("GET /page?x=%3Cstyle%3Ebody%7B-moz-binding%3Aurl(%22http%3A%2F%2F198.51.100.9%2Fx.xml%23x%22)%7D%3C%2Fstyle%3E HTTP/1.1", "lw-web-xss"),
+    ("GET /page?x=%3Cimg+src%3D%22livescript%3A%5Bcode%5D%22%3E HTTP/1.1", "lw-web-xss"),
     ("GET /download.php?file=../../../../etc/passwd HTTP/1.1", "lw-web-path-traversal"),
     ("GET /index.php?page=php://filter/convert.base64-encode/resource=index HTTP/1.1", "lw-web-path-traversal"),
     ("GET /static/..%252f..%252f..%252fetc%252fshadow HTTP/1.1", "lw-web-path-traversal"),
@@ -412,6 +416,8 @@ def test_shellshock_in_user_agent(detector):
     "GET /shop?size=10&color=red;sessionid=77 HTTP/1.1",
     "GET /help/how-to-order-by-date HTTP/1.1",
     "GET /docs/sql?topic=select-statements HTTP/1.1",
+    "GET /help?q=how+to+style+a+link+in+css HTTP/1.1",
+    "GET /img?src=data-sheet.pdf&type=meta HTTP/1.1",
 ])
 def test_benign_requests_make_no_signal(detector, request_line):
     assert detector.scan([web(request_line)]) == []
