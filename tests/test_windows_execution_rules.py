@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from logwarden.app.detect import Detector, load_rules
-from logwarden.app.models import Event, LogLine
-from logwarden.app.parse import parse_lines
+from logwarden.app.detect import Detector
+from tests.test_detect import by_rule, parsed, rules  # noqa: F401  (rules: fixture)
 
 SYSMON = "Microsoft-Windows-Sysmon/Operational"
 PS = "Microsoft-Windows-PowerShell/Operational"
@@ -57,18 +56,8 @@ def module_log(payload: str, app: str = POWERSHELL) -> str:
     return _win(4103, PS, Payload=payload, ContextInfo=CONTEXT.format(app=app))
 
 
-def parsed(lines: list[str]) -> list[Event]:
-    return list(parse_lines([LogLine(source="win.json", line_no=n, text=t, inode=0, offset=0)
-                             for n, t in enumerate(lines, 1)], "windows"))
-
-
-@pytest.fixture(scope="module")
-def rules():
-    return load_rules()
-
-
 def signals_of(rules, lines: list[str], rule_id: str):
-    return [s for s in Detector(rules).scan(parsed(lines)) if s.rule_id == rule_id]
+    return by_rule(Detector(rules).scan(parsed(lines, "windows", "win.json")), rule_id)
 
 
 FIRES = [
