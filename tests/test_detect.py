@@ -423,6 +423,13 @@ def test_benign_requests_make_no_signal(detector, request_line):
     assert detector.scan([web(request_line)]) == []
 
 
+def test_a_direct_web_inf_request_is_not_path_traversal(detector):
+    """Asking for /WEB-INF/web.xml is a scanner's probe; climbing to it through dots, or naming it in a
+    parameter (file inclusion), is traversal."""
+    assert by_rule(detector.scan([web("HEAD /WEB-INF/web.xml HTTP/1.1", status=404)]), "lw-web-path-traversal") == []
+    assert by_rule(detector.scan([web("GET /download?file=WEB-INF/web.xml HTTP/1.1")]), "lw-web-path-traversal")
+
+
 def test_attempts_from_one_address_merge_into_one_signal(detector):
     events = [web(f"GET /item.php?id={i}%27%20OR%201=1--%20 HTTP/1.1", line_no=i, second=i) for i in range(1, 43)]
     events.insert(10, web("GET /item.php?id=7%27%20OR%201=1-- HTTP/1.1", ip="198.51.100.1", line_no=100))
