@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from logwarden.app.cli import main
 from logwarden.app.store import RecordFilter, open_store
+from logwarden.engine.load import LLAMACPP_SLOTS
 from logwarden.schemas import LLMAssessment, risk_rank
 
 pytestmark = pytest.mark.model
@@ -53,8 +54,11 @@ def test_analyze_with_the_model_stores_assessed_records(stores):
         assert record.model and record.model.startswith("embedded")
         assert record.engine_stats["new_tokens"] > 0 and "cached_prefix_tokens" in record.engine_stats
         LLMAssessment.model_validate_json(record.raw_model_output)
-    # the system prefix is computed once (per llama.cpp slot) and reused by the windows after
-    assert max(r.engine_stats["cached_prefix_tokens"] for r in assessed) > 100
+    # the system prefix is computed once per llama.cpp slot: every call beyond the first wave of
+    # slots runs on a slot that holds it (which records those calls produce depends on timing)
+    metrics = out["metrics"]
+    assert metrics["llm_calls"] > LLAMACPP_SLOTS, metrics
+    assert metrics["cached_prefix_tokens"] >= 100 * (metrics["llm_calls"] - LLAMACPP_SLOTS), metrics
 
 
 def test_model_never_lowers_the_rules_even_when_the_log_says_so(stores):

@@ -104,6 +104,7 @@ class RunMetrics:
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
     raw_tokens: int = 0
     prompt_tokens: int = 0
+    cached_prefix_tokens: int = 0  # of the prompt tokens, those llama.cpp's slot cache already held
     digest_chars: int = 0
     new_tokens: int = 0
     ttft_s_sum: float = 0.0
@@ -418,6 +419,7 @@ class Pipeline:
     def _result(self, generation, part: DigestPart) -> LLMResult:
         stats = generation.stats
         self.metrics.prompt_tokens += stats.prompt_tokens
+        self.metrics.cached_prefix_tokens += stats.cached_prefix_tokens
         self.metrics.new_tokens += stats.new_tokens
         self.metrics.ttft_s_sum += stats.ttft_s
         self.metrics.generation_s += stats.total_s / max(stats.batch_size, 1)
