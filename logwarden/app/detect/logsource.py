@@ -236,6 +236,12 @@ _WEB_ROUTE = Route(frozenset(), frozenset(("webserver",)), frozenset(("access",)
 _ZEEK_HTTP_ROUTE = Route(frozenset(("zeek",)), frozenset(("webserver",)), frozenset(("access", "http")), _WEB_ALIASES)
 _CLOUDTRAIL_ROUTE = Route(frozenset(("aws",)), frozenset(), frozenset(("cloudtrail",)))
 _AUDITD_ROUTE = Route(frozenset(("linux",)), frozenset(), frozenset(("auditd",)))
+# An execve is a process creation: linux/process_creation rules (written for Sysmon for Linux) read
+# it in their field names. A plain EXECVE record has no `exe` (it is in its SYSCALL record), so
+# rules on Image do not match it; auoms' joined record has both.
+_AUDITD_EXECVE_ROUTE = Route(frozenset(("linux",)), frozenset(("process_creation",)), frozenset(("auditd",)), (
+    ("Image", "exe"), ("CommandLine", "cmdline"), ("CurrentDirectory", "cwd"), ("User", "user"),
+    ("ProcessId", "pid"), ("ParentProcessId", "ppid"), ("LogonId", "auid")))
 
 
 _GCP_ALIASES: tuple[tuple[str, Alias], ...] = (("gcp.audit.method_name", "protoPayload.methodName"),)
@@ -312,7 +318,7 @@ def route_of(event: Event) -> Route:
     if fmt == "cloudtrail":
         return _CLOUDTRAIL_ROUTE
     if fmt == "auditd":
-        return _AUDITD_ROUTE
+        return _AUDITD_EXECVE_ROUTE if event.fields.get("type") == "EXECVE" else _AUDITD_ROUTE
     if fmt == "json":
         return _json_route(event)
     if fmt == "zeek":

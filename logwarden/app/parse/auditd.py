@@ -1,8 +1,12 @@
-"""Linux audit logs (`/var/log/audit/audit.log`, raw and ENRICHED formats).
+"""Linux audit logs (`/var/log/audit/audit.log`, raw and ENRICHED formats, and the records of
+Microsoft's auoms collector that Azure Log Analytics keeps in its Syslog table).
 
-Owns: the `type=… msg=audit(epoch:serial): key=value …` grammar, the inner `msg='…'` of USER_*
-records, and decoding hex-encoded EXECVE arguments into one `cmdline`. Does not join the
-records of one event (SYSCALL + EXECVE + PATH share `audit_id`; that is for detectors).
+Owns: the `type=… msg=audit(epoch:serial): key=value …` grammar (auoms writes `type=… audit(…):`),
+the inner `msg='…'` of USER_* records, and decoding hex-encoded EXECVE arguments into one
+`cmdline`. Does not join the records of one event (SYSCALL + EXECVE + PATH share `audit_id`;
+that is for detectors). auoms joins them itself: an `AUOMS_EXECVE` is one execve with its
+program (`exe`), `cwd`, user and `cmdline`; it becomes an `EXECVE` whose a0, a1, … are the
+command line's words (its own a0…a3 are the syscall's registers).
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import from_epoch
 
-_HEADER = re.compile(r"(?:node=(\S+) )?type=(\S+) msg=audit\((\d+(?:\.\d+)?):(\d+)\): ?(.*)")
+_HEADER = re.compile(r"(?:node=(\S+) )?type=(\S+) (?:msg=)?audit\((\d+(?:\.\d+)?):(\d+)\): ?(.*)")
 _PAIR = re.compile(r"""([\w-]+)=("[^"]*"|'[^']*'|\S+)""")
+# auoms quotes a command line without escaping the quotes inside it: it ends at the quote that is
+# followed by the next key (or the end)
+_AUOMS_CMDLINE = re.compile(r'(?:^| )cmdline="(.*?)"(?= [\w-]+=|$)')
+AUOMS_EXECVE = "AUOMS_EXECVE"
 _HEX = re.compile(r"(?:[0-9A-F]{2})+")
 _ARG = re.compile(r"a(\d+)")
 _ENCODED_KEYS = frozenset(("proctitle", "cmd", "acct", "data", "comm", "exe", "name", "cwd"))
@@ -32,16 +40,26 @@ class AuditdParser:
         self.reference_time = reference_time
 
     def parse(self, line: LogLine) -> Event | None:
-        match = _HEADER.match(line.text)
-        if match is None:
-            return None
-        node, record_type, stamp, serial, body = match.groups()
-        # ENRICHED format appends translated values after a GS (0x1d) separator
-        fields: dict = {"type": record_type, "audit_id": f"{stamp}:{serial}"}
-        fields.update(_pairs(body.replace("\x1d", " "), execve=record_type == "EXECVE"))
-        _normalise(fields, record_type)
-        return new_event(line, "auditd", ts=from_epoch(float(stamp)), host=node, program="auditd",
-                         message=body, fields=fields)
+        return audit_event(line, line.text)
+
+
+def audit_event(line: LogLine, text: str, *, host: str | None = None) -> Event | None:
+    """The audit record `text` (the whole line, or a column of a collector's row) as an event."""
+    match = _HEADER.match(text)
+    if match is None:
+        return None
+    node, record_type, stamp, serial, body = match.groups()
+    # ENRICHED format appends translated values after a GS (0x1d) separator
+    fields: dict = {"type": record_type, "audit_id": f"{stamp}:{serial}"}
+    body = body.replace("\x1d", " ")
+    if record_type == AUOMS_EXECVE:
+        _auoms_execve(fields, body)
+    else:
+        fields.update(_pairs(body, execve=record_type == "EXECVE"))
+    _normalise(fields, record_type)
+    node = node or fields.get("node")
+    return new_event(line, "auditd", ts=from_epoch(float(stamp)), host=node if isinstance(node, str) else host,
+                     program="auditd", message=body, fields=fields)
 
 
 def _pairs(body: str, *, execve: bool = False) -> dict:
@@ -52,6 +70,17 @@ def _pairs(body: str, *, execve: bool = False) -> dict:
         elif key not in fields:  # ENRICHED repeats some keys (UID="root"): keep the raw one
             fields[key] = value[1:-1] if value[:1] in "\"'" else _decoded(key, value, execve)
     return fields
+
+
+def _auoms_execve(fields: dict, body: str) -> None:
+    """One auoms execve as an EXECVE record: argv from its command line, not its registers."""
+    match = _AUOMS_CMDLINE.search(body)
+    if match:
+        body = body[:match.start()] + body[match.end():]
+    fields.update((k, v) for k, v in _pairs(body).items() if not _ARG.fullmatch(k))
+    cmdline = match[1] if match else str(fields.get("cmdline", ""))
+    fields.update({f"a{i}": word for i, word in enumerate(cmdline.split())})
+    fields.update(type="EXECVE", auoms_type=AUOMS_EXECVE, cmdline=cmdline)
 
 
 def _decoded(key: str, value: str, execve: bool) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse import bounded_json
+from logwarden.app.parse.auditd import audit_event
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.messages import add_message_fields, app_failure_fields
 from logwarden.app.parse.timestamps import parse_any
@@ -411,7 +412,7 @@ _TIME_KEYS = ("@timestamp", "timestamp", "time", "ts", "datetime", "date", "even
               "EdgeStartTimestamp",  # Cloudflare Logpush
               "EventTime", "time_local", "time_iso8601", "StartUTC", "asctime", "__REALTIME_TIMESTAMP",
               "eventTimestamp", "TimeGenerated")  # Azure activity log (REST / Event Hub, Log Analytics)
-_MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE")
+_MESSAGE_KEYS = ("message", "msg", "log", "text", "MESSAGE", "SyslogMessage")  # the last: Log Analytics
 _HOST_KEYS = ("host", "hostname", "host.name", "host.hostname", "_HOSTNAME", "computer")
 _PROGRAM_KEYS = ("program", "app", "application", "service", "service.name", "logger",
                  "logger_name", "process.name", "SYSLOG_IDENTIFIER", "_COMM")
@@ -475,6 +476,10 @@ class JsonParser(_ObjectParser):
             return new_event(line, "access", ts=ts, host=http.get("vhost"), message=http["request"],
                              fields=fields | http)
         message = _first_scalar(flat, _MESSAGE_KEYS)
+        if isinstance(message, str) and message.startswith("type="):  # an audit record a collector forwarded
+            audit = audit_event(line, message, host=_text(_first_scalar(flat, _HOST_KEYS)))
+            if audit is not None:
+                return audit
         if message is None:
             message = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str)
         # journald's export is syslog in JSON: as a `syslog` event the auth/sudo/kernel rules apply
