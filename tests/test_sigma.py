@@ -439,3 +439,26 @@ def test_a_regex_re2_refuses_is_time_bounded_and_the_run_goes_on(tmp_path):
     assert {s.rule_id for s in Detector(loaded).scan([event])} == {"good"}
     regex = compile_safe("^(?=(a|aa)+$)(a|aa)+c")
     assert regex.engine == "regex" and regex.search("a" * 5000 + "b") is False and regex.timeouts == 1
+
+
+# --- Entra ID audit logs: SigmaHQ's `properties.message` in every export shape -------------------
+
+APP_CREDENTIAL = "Update application – Certificates and secrets management"
+
+
+@pytest.mark.parametrize("row", [
+    # Log Analytics' AuditLogs table (which pads this activity name with a trailing space)
+    {"TimeGenerated": "2021-08-02T13:29:25.983Z", "OperationName": APP_CREDENTIAL + " ", "Category": "ApplicationManagement",
+     "ActivityDisplayName": APP_CREDENTIAL + " ", "Result": "success", "Type": "AuditLogs"},
+    # diagnostic settings' export (storage account / Event Hub)
+    {"time": "2021-08-02T13:29:25.983Z", "operationName": APP_CREDENTIAL, "category": "AuditLogs",
+     "resultType": "success", "properties": {"activityDisplayName": APP_CREDENTIAL, "result": "success"}},
+])
+def test_entra_audit_rules_read_the_activity_name_as_properties_message(tmp_path, row):
+    path = pack(tmp_path, rule(f"selection:\n  properties.message:\n    - {APP_CREDENTIAL}\ncondition: selection",
+                               logsource="logsource: {product: azure, service: auditlogs}"))
+    events = list(parse_lines(log_lines([json.dumps(row)], "audit.json"), "json"))
+    assert fires(path, events)
+    other = {**row, "OperationName": "Update user", "ActivityDisplayName": "Update user", "operationName": "Update user",
+             "properties": {"activityDisplayName": "Update user"}}
+    assert not fires(path, list(parse_lines(log_lines([json.dumps(other)], "audit.json"), "json")))

@@ -264,12 +264,27 @@ def _json_route(event: Event) -> Route:
         return _route("m365", (), ("audit",) + ((extra,) if extra else ()), _M365_ALIASES)
     azure = _azure_service(fields)
     if azure is not None:
-        return _route("azure", (), (azure,))
+        return _route("azure", (), (azure,), _AZURE_AUDIT_ALIASES if azure == "auditlogs" else ())
     if has("uid") and has("id.orig_h"):
         return _route("zeek", (), _zeek_services(fields))
     if has("action") and has("actor") and (has("org") or has("business") or has("repo")):
         return _route("github", (), ("audit",))
     return _route(None, ("application",), ())
+
+
+_ACTIVITY_KEYS = ("properties.message", "properties.activityDisplayName", "ActivityDisplayName",
+                  "activityDisplayName", "OperationName", "operationName")
+
+
+def _azure_activity(event: Event) -> str | None:
+    """What SigmaHQ's Entra ID audit rules call `properties.message`: the activity's display name,
+    wherever the export keeps it (Log Analytics' AuditLogs table pads some with a trailing space)."""
+    fields = event.fields
+    value = next((fields[k] for k in _ACTIVITY_KEYS if isinstance(fields.get(k), str) and fields[k]), None)
+    return value.strip() if value is not None else None
+
+
+_AZURE_AUDIT_ALIASES: tuple[tuple[str, Alias], ...] = (("properties.message", _azure_activity),)
 
 
 def _azure_service(fields: dict) -> str | None:
