@@ -185,3 +185,23 @@ def test_message_codes_are_also_seen_as_their_text(tmp_path):
     coded = rule_file(tmp_path, "{product: windows, service: security}",
                       "selection:\n  AccessList|contains: '%%4417'\ncondition: selection")
     assert fired([coded], [write]) == {"t-rule"} and fired([coded], [read_only]) == set()
+
+
+def test_log_analytics_event_table_rows_route_by_their_eventlog_column():
+    """Log Analytics' Event table keeps the channel in `EventLog` and the provider in `Source`: a Sysmon
+    row routes as Sysmon (here event 18, pipe_created), not as a channel-less Windows event."""
+    import json as _json
+
+    from logwarden.app.detect.logsource import route_of
+    from logwarden.app.models import LogLine
+    from logwarden.app.parse import parse_lines
+
+    row = {"TimeGenerated": "2021-08-02T13:05:32.77Z", "Source": "Microsoft-Windows-Sysmon",
+           "EventLog": "Microsoft-Windows-Sysmon/Operational", "Computer": "ADFS01.corp.local", "EventID": "18",
+           "RenderedDescription": "Pipe Connected", "Type": "Event", "EventType": "ConnectPipe",
+           "Image": "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
+           "PipeName": "\\MICROSOFT##WID\\tsql\\query"}
+    [event] = parse_lines([LogLine("event.json", 0, 0, 1, _json.dumps(row))], "windows")
+    route = route_of(event)
+    assert "sysmon" in route.services and "pipe_created" in route.categories
+    assert event.fields["PipeName"] == "\\MICROSOFT##WID\\tsql\\query" and "EventLog" not in event.fields

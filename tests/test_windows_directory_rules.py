@@ -361,3 +361,17 @@ def test_sql_server_sysadmin_granted_or_sa_enabled(rules):
     quiet = [mssql_audit(1, "APRL", "ALTER SERVER ROLE [dbcreator] ADD MEMBER [CORP\\eve]", "true"),
              mssql_audit(2, "LGEA", "ALTER LOGIN [app_reader] ENABLE", "true")]
     assert hits(rules, quiet, "lw-win-mssql-sysadmin-granted") == []
+
+
+def test_adfs_dkm_master_key_read_by_a_user_not_by_the_service_account(rules):
+    def read(user: str, properties: str, line_no: int = 1):
+        return security(4662, {"SubjectUserName": user, "SubjectDomainName": "CORP", "AccessMask": "0x10",
+                               "ObjectServer": "DS", "ObjectType": "%{5cb41ed0-0e4c-11d0-a286-00aa003049e2}",
+                               "ObjectName": "%{9736f74f-fd37-4b02-80e8-8120a72ad6c2}",
+                               "Properties": f"%%7684 \t\t{{77b5b886-944a-11d1-aebd-0000f80367c1}} \t\t\t{properties} "
+                                             "\t{5cb41ed0-0e4c-11d0-a286-00aa003049e2}"}, line_no=line_no)
+    thumbnail = "{8d3bca50-1d7e-11d0-a081-00aa006c33ed}"
+    assert hits(rules, [read("mallory", thumbnail)], "lw-win-adfs-dkm-key-read") == [("high", [1])]
+    # the AD FS service's gMSA reading the key, and a user reading another attribute of a contact
+    quiet = [read("gmsa-adfs$", thumbnail), read("mallory", "{bf967a0e-0de6-11d0-a285-00aa003049e2}", line_no=2)]
+    assert hits(rules, quiet, "lw-win-adfs-dkm-key-read") == []

@@ -125,7 +125,7 @@ def _winlogbeat_shape(obj: dict) -> WindowsParts | None:
 
 _FLAT_ID_KEYS = ("EventID", "EventId", "EventCode", "Id")
 _FLAT_SYSTEM_KEYS = frozenset((
-    *_FLAT_ID_KEYS, "Channel", "LogName", "SourceName", "ProviderName", "Provider", "Computer",
+    *_FLAT_ID_KEYS, "Channel", "LogName", "EventLog", "SourceName", "ProviderName", "Provider", "Computer",
     "Hostname", "ComputerName", "MachineName", "@timestamp", "TimeCreated", "EventTime",
     "TimeGenerated", "EventData"))
 
@@ -145,8 +145,8 @@ def _flat_shape(obj: dict) -> WindowsParts | None:
         if isinstance(nested, str):
             data |= _event_data(nested) or {"EventData": nested}
     return WindowsParts(
-        event_id, _first(obj, "Channel", "LogName"),
-        _first(obj, "ProviderName", "SourceName", "Provider"),
+        event_id, _first(obj, "Channel", "LogName", "EventLog"),  # EventLog, Source: Log Analytics' Event table
+        _first(obj, "ProviderName", "SourceName", "Provider", "Source" if "EventLog" in obj else "ProviderName"),
         _first(obj, "Computer", "Hostname", "ComputerName", "MachineName"),
         _first(obj, "@timestamp", "TimeCreated", "EventTime", "TimeGenerated", "UtcTime"), data)
 
