@@ -192,3 +192,50 @@ def test_ntds_dit_copy_created(rules):
              esent(325, ["svchost", "1320", "SRUJet: ", "2", "C:\\Windows\\system32\\SRU\\SRUDB.dat", "0", timing],
                    line_no=3)]
     assert hits(rules, quiet, "lw-win-ntds-dit-copy-created") == []
+
+
+def sysmon_file(image: str, target: str) -> Event:
+    return evtx(11, "Microsoft-Windows-Sysmon/Operational", "Microsoft-Windows-Sysmon",
+                {"RuleName": "-", "UtcTime": "2024-06-04 09:30:48.170", "ProcessId": 19108, "Image": image,
+                 "TargetFilename": target, "CreationUtcTime": "2024-01-21 10:20:36.244"}, computer="exch01.corp.local")
+
+
+AGENTS = "E:\\Exchange\\TransportRoles\\Shared\\agents.config"
+
+
+def test_exchange_agents_config_written_by_other_process(rules):
+    attack = sysmon_file("C:\\Program Files (x86)\\Notepad++\\notepad++.exe", AGENTS)
+    assert hits(rules, [attack], "lw-win-exchange-agents-config-write") == [("medium", [1])]
+    # Exchange setup writing it, and the editor touching another config file, are routine
+    quiet = [sysmon_file("E:\\Exchange\\Bin\\ExSetup.exe", AGENTS),
+             sysmon_file("C:\\Program Files (x86)\\Notepad++\\notepad++.exe",
+                         "E:\\Exchange\\TransportRoles\\Shared\\fetemplates.config")]
+    assert hits(rules, quiet, "lw-win-exchange-agents-config-write") == []
+
+
+def proc(image: str, command_line: str, line_no: int = 1) -> Event:
+    return sec(4688, {"NewProcessId": "0xc70", "NewProcessName": image, "TokenElevationType": "%%1937",
+                      "ProcessId": "0x14c4", "CommandLine": command_line, "TargetUserSid": "S-1-0-0",
+                      "ParentProcessName": "C:\\Windows\\System32\\cmd.exe", "MandatoryLabel": "S-1-16-12288"}, line_no)
+
+
+def test_mssql_single_user_mode(rules):
+    attack = [proc("C:\\Windows\\System32\\net.exe", '"C:\\Windows\\system32\\net.exe" start MSSQL$SALES /m'),
+              proc("C:\\Windows\\System32\\net1.exe", "C:\\Windows\\system32\\net1 start MSSQL$SALES /m", line_no=2)]
+    assert hits(rules, attack, "lw-win-mssql-single-user-mode") == [("medium", [1, 2])]
+    # an ordinary service start, and the service manager starting the engine normally
+    quiet = [proc("C:\\Windows\\System32\\net.exe", "net start MSSQL$SALES"),
+             proc("C:\\Program Files\\Microsoft SQL Server\\MSSQL15.SALES\\MSSQL\\Binn\\sqlservr.exe",
+                  '"C:\\Program Files\\Microsoft SQL Server\\MSSQL15.SALES\\MSSQL\\Binn\\sqlservr.exe" -sSALES',
+                  line_no=2)]
+    assert hits(rules, quiet, "lw-win-mssql-single-user-mode") == []
+
+
+def test_credential_manager_backup(rules):
+    backup = sec(5376, {"BackupFileName": "C:\\Windows\\TEMP\\CRD46C3.tmp",
+                        "ProcessCreationTime": "2024-09-24T19:57:27.170660Z", "ClientProcessId": 5400})
+    assert hits(rules, [backup], "lw-win-credential-manager-backup") == [("medium", [1])]
+    # reading credentials (5379) happens at every logon and Outlook start
+    read = sec(5379, {"TargetName": "MicrosoftOffice16_Data:SSPI:*", "Type": 0, "CountOfCredentialsReturned": 0,
+                      "ReadOperation": "%%8100", "ReturnCode": 3221226021, "ClientProcessId": 1312})
+    assert hits(rules, [read], "lw-win-credential-manager-backup") == []
