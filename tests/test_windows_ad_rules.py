@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from logwarden.app.detect import Detector
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse import parse_lines
-from tests.test_detect import UTC0, by_rule, rules  # noqa: F401  (rules: fixture)
+from tests.test_detect import UTC0, rules  # noqa: F401  (rules: fixture)
+from tests.test_windows_directory_rules import hits
 
 DOMAIN_SID = "S-1-5-21-1111111111-2222222222-3333333333"
 
@@ -26,10 +26,6 @@ def sec(event_id: int, data: dict, line_no: int = 1, computer: str = "dc01.corp.
                         "EventData": data}}
     [event] = parse_lines([LogLine("Security.json", 0, 0, line_no, json.dumps(record))], "windows")
     return event
-
-
-def hits(rules, events: list[Event], rule_id: str) -> list[tuple[str, list[int]]]:
-    return [(s.level, s.line_numbers) for s in by_rule(Detector(rules).scan(events), rule_id)]
 
 
 # --- directory configuration tampering ----------------------------------------------------------------

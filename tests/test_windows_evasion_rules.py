@@ -7,34 +7,16 @@ unnamed `Data` list, as the classic PowerShell and ESENT logs do) and parsed by 
 parser."""
 from __future__ import annotations
 
-import json
-from datetime import timedelta
 
-from logwarden.app.detect import Detector
-from logwarden.app.models import Event, LogLine
-from logwarden.app.parse import parse_lines
-from tests.test_detect import UTC0, by_rule, rules  # noqa: F401  (rules: fixture)
-
-
-def evtx(event_id: int, channel: str, provider: str, data: dict, line_no: int = 1,
-         computer: str = "srv01.corp.local") -> Event:
-    """One record as evtx_dump writes it, parsed."""
-    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": provider}}, "EventID": event_id,
-                                   "Channel": channel, "Computer": computer,
-                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=line_no)).isoformat()}}},
-                        "EventData": data}}
-    [event] = parse_lines([LogLine("export.json", 0, 0, line_no, json.dumps(record))], "windows")
-    return event
+from logwarden.app.models import Event
+from tests.test_detect import rules  # noqa: F401  (rules: fixture)
+from tests.test_windows_directory_rules import evtx, hits
 
 
 def sec(event_id: int, data: dict, line_no: int = 1) -> Event:
     subject = {"SubjectUserSid": "S-1-5-21-1-2-3-1108", "SubjectUserName": "pkiadm", "SubjectDomainName": "CORP",
                "SubjectLogonId": "0x91861a6"}
     return evtx(event_id, "Security", "Microsoft-Windows-Security-Auditing", {**data, **subject}, line_no)
-
-
-def hits(rules, events: list[Event], rule_id: str) -> list[tuple[str, list[int]]]:
-    return [(s.level, s.line_numbers) for s in by_rule(Detector(rules).scan(events), rule_id)]
 
 
 def classic(event_id: int, first: list[str], host_app: str, command_line: str = "", line_no: int = 1,

@@ -6,28 +6,11 @@ events go through tests/test_detect.py's helper; the other channels as evtx_dump
 parsed by the real windows parser."""
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
-from logwarden.app.detect import Detector
-from logwarden.app.models import Event, LogLine
-from logwarden.app.parse import parse_lines
-from tests.test_detect import UTC0, by_rule, rules, security  # noqa: F401  (rules: fixture)
-
-
-def evtx(event_id: int, channel: str, provider: str, data: dict, line_no: int = 1,
-         computer: str = "srv01.corp.local") -> Event:
-    """One record as evtx_dump writes it (EventData as named fields or unnamed `Data`), parsed."""
-    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": provider}}, "EventID": event_id,
-                                   "Channel": channel, "Computer": computer,
-                                   "TimeCreated": {"#attributes": {"SystemTime": (UTC0 + timedelta(seconds=line_no)).isoformat()}}},
-                        "EventData": data}}
-    [event] = parse_lines([LogLine("export.json", 0, 0, line_no, json.dumps(record))], "windows")
-    return event
-
-
-def hits(rules, events: list[Event], rule_id: str) -> list[tuple[str, list[int]]]:
-    return [(s.level, s.line_numbers) for s in by_rule(Detector(rules).scan(events), rule_id)]
+from logwarden.app.models import Event
+from tests.test_detect import UTC0, rules, security  # noqa: F401  (rules: fixture)
+from tests.test_windows_directory_rules import evtx, hits
 
 
 # --- SMB: named pipes and admin shares (5145) --------------------------------------------------------
