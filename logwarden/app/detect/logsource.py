@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sigma.pipelines.common import windows_logsource_mapping
+from sigma.pipelines.microsoftxdr.mappings import MICROSOFT_XDR_FIELD_MAPPINGS
 from sigma.pipelines.sysmon.sysmon import sysmon_generic_logsource_eventid_mapping
 from sigma.pipelines.windows.windows import (generic_logsource_to_windows_audit_event_mapping,
                                              windows_audit_pipeline, windows_generic_category_channel_mapping)
@@ -249,9 +250,67 @@ _M365_ALIASES: tuple[tuple[str, Alias], ...] = (("eventSource", "Workload"), ("e
                                                 ("status", "ResultStatus"))
 
 
+# --- Microsoft Defender XDR (advanced hunting / Sentinel) Device* tables ------------------------
+
+# A row's table, from Sentinel's `Type` column or, in advanced hunting's own export, its ActionType
+_XDR_ACTIONS = {
+    "ProcessCreated": "DeviceProcessEvents", "ImageLoaded": "DeviceImageLoadEvents",
+    **dict.fromkeys(("FileCreated", "FileModified", "FileRenamed", "FileDeleted"), "DeviceFileEvents"),
+    **dict.fromkeys(("RegistryValueSet", "RegistryKeyCreated", "RegistryKeyDeleted", "RegistryValueDeleted",
+                     "RegistryKeyRenamed"), "DeviceRegistryEvents"),
+    **dict.fromkeys(("ConnectionSuccess", "ConnectionFailed", "ConnectionAttempt", "ConnectionRequest",
+                     "ConnectionFound", "InboundConnectionAccepted", "ListeningConnectionCreated"),
+                    "DeviceNetworkEvents")}
+_XDR_CATEGORIES = {"DeviceProcessEvents": ("process_creation",), "DeviceImageLoadEvents": ("image_load",),
+                   "DeviceFileEvents": ("file_event",), "DeviceRegistryEvents": ("registry_event",),
+                   "DeviceNetworkEvents": ("network_connection",)}
+_XDR_ACTION_CATEGORIES = {"FileDeleted": "file_delete", "FileRenamed": "file_rename", "FileModified": "file_change",
+                          "RegistryValueSet": "registry_set", "RegistryKeyCreated": "registry_add",
+                          "RegistryKeyDeleted": "registry_delete", "RegistryValueDeleted": "registry_delete",
+                          "RegistryKeyRenamed": "registry_rename"}
+_HIVES = (("HKEY_LOCAL_MACHINE", "HKLM"), ("HKEY_CURRENT_USER", "HKU"), ("HKEY_USERS", "HKU"),
+          ("HKEY_CLASSES_ROOT", "HKCR"))
+
+
+def _xdr_registry_target(event: Event) -> str | None:
+    """Sysmon's TargetObject (hive abbreviated, key and value name) from Defender's key and value."""
+    key, value = event.fields.get("RegistryKey"), event.fields.get("RegistryValueName")
+    if not isinstance(key, str) or not key:
+        return None
+    for long, short in _HIVES:
+        if key[:len(long)].upper() == long:
+            key = short + key[len(long):]
+            break
+    return f"{key}\\{value}" if isinstance(value, str) and value else key
+
+
+def _xdr_aliases(table: str) -> tuple[tuple[str, Alias], ...]:
+    """pySigma's Microsoft XDR field mapping for the table (Sigma field → Defender column)."""
+    mapping: dict[str, Alias] = {sigma: column for sigma, column in
+                                 MICROSOFT_XDR_FIELD_MAPPINGS.table_mappings[table].items() if isinstance(column, str)}
+    if table == "DeviceRegistryEvents":
+        mapping["TargetObject"] = mapping["ObjectName"] = _xdr_registry_target
+    return tuple(mapping.items())
+
+
+_XDR_ALIASES = {table: _xdr_aliases(table) for table in _XDR_CATEGORIES}
+
+
+def _xdr_route(fields: dict) -> Route | None:
+    action = fields.get("ActionType")
+    table = fields.get("Type") if fields.get("Type") in _XDR_CATEGORIES else _XDR_ACTIONS.get(action)
+    if table is None or "DeviceName" not in fields:
+        return None
+    extra = _XDR_ACTION_CATEGORIES.get(action)
+    categories = _XDR_CATEGORIES[table] + ((extra,) if extra else ())
+    return _route("windows", categories, ("microsoft365defender",), _XDR_ALIASES[table])
+
+
 def _json_route(event: Event) -> Route:
     fields = event.fields
     has = fields.__contains__
+    if has("ActionType") and (xdr := _xdr_route(fields)) is not None:
+        return xdr
     if has("kind") and str(fields.get("apiVersion", "")).startswith("audit.k8s.io"):
         return _route("kubernetes", ("application",), ("audit",))
     if has("protoPayload.methodName") or has("protoPayload.serviceName"):
