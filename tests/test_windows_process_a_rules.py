@@ -201,6 +201,14 @@ CASES = [
     ("lw-win-reg-language-discovery",
      (REG, "reg  query HKEY_LOCAL_MACHINE\\SYSTEM\\CurrentControlSet\\Control\\Nls\\Language", CMD, {}), "medium",
      (REG, "reg query HKLM\\SYSTEM\\CurrentControlSet\\Control\\Session Manager /v PendingFileRenameOperations", CMD, {})),
+    ("lw-win-github-runner-registered-user-folder",
+     ("C:\\Users\\dev\\Downloads\\actions-runner\\bin\\Runner.Listener.exe",
+      '"C:\\Users\\dev\\Downloads\\actions-runner\\bin\\Runner.Listener.exe"  configure --url '
+      'https://github.com/someone/somerepo --token AAAAAAAAAAAAAAAAAAAAAAAAAAAAA', CMD,
+      {"OriginalFileName": "Runner.Listener.dll"}), "medium",
+     ("C:\\actions-runner\\bin\\Runner.Listener.exe",
+      '"C:\\actions-runner\\bin\\Runner.Listener.exe" configure --url https://github.com/corp/build '
+      '--token AAAAAAAAAAAAAAAAAAAAAAAAAAAAA --runasservice', CMD, {"OriginalFileName": "Runner.Listener.dll"})),
 ]
 
 
