@@ -209,6 +209,13 @@ CASES = [
      ("C:\\actions-runner\\bin\\Runner.Listener.exe",
       '"C:\\actions-runner\\bin\\Runner.Listener.exe" configure --url https://github.com/corp/build '
       '--token AAAAAAAAAAAAAAAAAAAAAAAAAAAAA --runasservice', CMD, {"OriginalFileName": "Runner.Listener.dll"})),
+    ("lw-win-system-binary-name-elsewhere",
+     ("C:\\ProgramData\\svchost.exe", "svchost.exe -k netsvcs", CMD, {}), "high",
+     ("\\??\\C:\\WINDOWS\\system32\\conhost.exe", "\\??\\C:\\WINDOWS\\system32\\conhost.exe 0xffffffff -ForceV1",
+      CMD, {})),
+    ("lw-win-netexec",
+     ("C:\\Tools\\x.exe", "nxc winrm 192.0.2.0/24 -u users.txt -p pass.txt", CMD, {}), "high",
+     ("C:\\Tools\\x.exe", "x.exe --config nxc.ini", CMD, {})),
 ]
 
 
