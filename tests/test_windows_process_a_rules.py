@@ -216,6 +216,12 @@ CASES = [
     ("lw-win-netexec",
      ("C:\\Tools\\x.exe", "nxc winrm 192.0.2.0/24 -u users.txt -p pass.txt", CMD, {}), "high",
      ("C:\\Tools\\x.exe", "x.exe --config nxc.ini", CMD, {})),
+    ("lw-win-shell-folders-startup-redirect",
+     (PS, 'powershell -c "Set-ItemProperty -Path \'HKCU:\\Software\\Microsoft\\Windows\\CurrentVersion\\Explorer\\'
+          'User Shell Folders\' -Name Startup -Value C:\\Users\\Public\\s"', CMD, {}), "high",
+     (REG, f'"{REG}" add "HKCU\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Explorer\\User Shell Folders" /v Startup '
+           '/t REG_EXPAND_SZ /d "%USERPROFILE%\\AppData\\Roaming\\Microsoft\\Windows\\Start Menu\\Programs\\Startup" /f',
+      CMD, {})),
 ]
 
 
