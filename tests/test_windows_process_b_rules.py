@@ -234,6 +234,11 @@ CASES = [
            original="CertUtil.exe")],
      [proc(CERTUTIL, "certutil -store My", original="CertUtil.exe"),
       proc(CERTUTIL, "certutil -importPFX C:\\certs\\web.pfx", original="CertUtil.exe")]),
+    ("lw-win-findstr-acl-recon", "medium",
+     [proc(S32 + "findstr.exe", 'findstr  "(M)"', original="FINDSTR.EXE"),
+      proc(S32 + "findstr.exe", 'findstr /i "Everyone:(F)"', original="FINDSTR.EXE")],
+     [proc(S32 + "findstr.exe", 'findstr /i "error" C:\\logs\\app.log', original="FINDSTR.EXE"),
+      proc(S32 + "findstr.exe", 'findstr /c:"(Microsoft)" setup.log', original="FINDSTR.EXE")]),
 ]
 
 
