@@ -259,3 +259,21 @@ def test_defender_xdr_rows_route_as_windows_process_and_registry_events_in_sysmo
     quiet = [{**XDR_PROCESS, "ProcessCommandLine": "certutil.exe -hashfile report.pdf SHA256"},
              {**XDR_REGISTRY, "RegistryValueName": "OneDrive"}]
     assert Detector(rules).scan(list(parse_lines(log_lines([json.dumps(r) for r in quiet], "xdr.json"), "json"))) == []
+
+
+def test_security_4657_value_writes_read_as_sysmon_registry_set(tmp_path):
+    """A 4657 keeps the key (`\\REGISTRY\\MACHINE\\…`) and the value's name apart; registry_set
+    rules read Sysmon's TargetObject (`HKLM\\…\\key\\value`) and Details."""
+    from tests.test_detect import security
+
+    pack = tmp_path / "run.yml"
+    pack.write_text(XDR_RULES.split("---\n")[1].replace("TargetObject|startswith: 'HKU\\\\'",
+                                                         "TargetObject|startswith: 'HKLM\\\\'"))
+    write = security(4657, {"SubjectUserName": "alice", "SubjectDomainName": "CORP", "ObjectName":
+                            "\\REGISTRY\\MACHINE\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Run",
+                            "ObjectValueName": "updater", "OperationType": "%%1905", "NewValue": "C:\\Users\\Public\\a.exe",
+                            "ProcessName": "C:\\Windows\\System32\\reg.exe"})
+    assert "registry_set" in route_of(write).categories
+    assert [s.rule_id for s in Detector(load_rules([pack])).scan([write])] == ["t-run"]
+    other = security(4657, {**write.fields, "ObjectValueName": "OneDrive"}, line_no=2)
+    assert Detector(load_rules([pack])).scan([other]) == []

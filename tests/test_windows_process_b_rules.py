@@ -9,17 +9,9 @@ import pytest
 
 from tests.test_detect import rules  # noqa: F401  (rules: fixture)
 from tests.test_windows_directory_rules import evtx, hits
+from tests.test_windows_process_a_rules import CERTUTIL, CHROME, CMD, CURL, PS, REG, S32, SYSMON, WMIC
 
-SYSMON = "Microsoft-Windows-Sysmon/Operational"
-S32 = "C:\\Windows\\System32\\"
-CMD = S32 + "cmd.exe"
-PS = S32 + "WindowsPowerShell\\v1.0\\powershell.exe"
-WMIC = S32 + "wbem\\WMIC.exe"
-CURL = S32 + "curl.exe"
-CERTUTIL = S32 + "certutil.exe"
-REG = S32 + "reg.exe"
 SCHTASKS = S32 + "schtasks.exe"
-CHROME = "C:\\Program Files\\Google\\Chrome\\Application\\chrome.exe"
 
 
 def proc(image: str, command_line: str, original: str | None = None, parent: str = CMD, line_no: int = 1):

@@ -105,11 +105,33 @@ def _security_user(event: Event) -> str | None:
     return f"{domain}\\{name}" if domain else str(name)
 
 
+_AUDIT_HIVES = (("\\REGISTRY\\MACHINE", "HKLM"), ("\\REGISTRY\\USER", "HKU"))
+
+
+def _audit_registry_target(event: Event) -> str | None:
+    """Sysmon's TargetObject for a 4657: the key as Sysmon abbreviates it plus the value's name
+    (pySigma's audit pipeline maps it to ObjectName, the key alone, which no value rule matches)."""
+    return _sysmon_registry_path(event.fields.get("ObjectName"), event.fields.get("ObjectValueName"), _AUDIT_HIVES)
+
+
+def _sysmon_registry_path(key: Any, value: Any, hives: tuple[tuple[str, str], ...]) -> str | None:
+    """A registry key and value name written as Sysmon's TargetObject: `HKLM\\…\\key\\value`."""
+    if not isinstance(key, str) or not key:
+        return None
+    for long, short in hives:
+        if key[:len(long)].upper() == long:
+            key = short + key[len(long):]
+            break
+    return f"{key}\\{value}" if isinstance(value, str) and value and value != "-" else key
+
+
 _WINDOWS_COMMON: tuple[tuple[str, Alias], ...] = (("Provider_Name", "Provider"),)
 _AUDIT_PROCESS_ALIASES = _WINDOWS_COMMON + tuple(AUDIT_FIELDS["process"].items()) + (
     ("User", _security_user), ("ProcessId", "NewProcessId"), ("ParentProcessId", "ProcessId"))
-_AUDIT_REGISTRY_ALIASES = _WINDOWS_COMMON + tuple(AUDIT_FIELDS["registry"].items()) + tuple(
-    (k, v) for k, v in AUDIT_FIELDS["process"].items() if k not in AUDIT_FIELDS["registry"])
+_AUDIT_REGISTRY_ALIASES = _WINDOWS_COMMON + tuple(
+    (k, v) for k, v in AUDIT_FIELDS["registry"].items() if k != "TargetObject") + tuple(
+    (k, v) for k, v in AUDIT_FIELDS["process"].items() if k not in AUDIT_FIELDS["registry"]) + (
+    ("TargetObject", _audit_registry_target), ("Details", "NewValue"))
 
 
 def windows_route(event: Event) -> Route:
@@ -154,7 +176,13 @@ def _sysmon_event_categories(event_id: int, detail: str) -> set[str]:
     return categories
 
 
+# an .evtx read raw (evtx_dump) keeps 4657's OperationType as its message id, not the rendered text
+_AUDIT_OPERATIONS = {"%%1904": "New registry value created", "%%1905": "Existing registry value modified",
+                     "%%1906": "Registry value deleted"}
+
+
 def _audit_registry_categories(operation: str) -> set[str]:
+    operation = _AUDIT_OPERATIONS.get(operation.strip(), operation) if operation else operation
     found = {"registry_event"}
     for category in ("registry_set", "registry_add"):
         wanted = generic_logsource_to_windows_audit_event_mapping[category]["OperationType"]
@@ -274,14 +302,7 @@ _HIVES = (("HKEY_LOCAL_MACHINE", "HKLM"), ("HKEY_CURRENT_USER", "HKU"), ("HKEY_U
 
 def _xdr_registry_target(event: Event) -> str | None:
     """Sysmon's TargetObject (hive abbreviated, key and value name) from Defender's key and value."""
-    key, value = event.fields.get("RegistryKey"), event.fields.get("RegistryValueName")
-    if not isinstance(key, str) or not key:
-        return None
-    for long, short in _HIVES:
-        if key[:len(long)].upper() == long:
-            key = short + key[len(long):]
-            break
-    return f"{key}\\{value}" if isinstance(value, str) and value else key
+    return _sysmon_registry_path(event.fields.get("RegistryKey"), event.fields.get("RegistryValueName"), _HIVES)
 
 
 def _xdr_aliases(table: str) -> tuple[tuple[str, Alias], ...]:
