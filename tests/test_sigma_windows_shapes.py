@@ -14,7 +14,9 @@ from _ingest_helpers import log_lines
 from _sigma_helpers import shared_dir, sigma_dir
 from logwarden.app.detect import Detector, load_rules
 from logwarden.app.detect.logsource import route_of
+from logwarden.app.models import LogLine
 from logwarden.app.parse import detect_format, parse_lines, parse_stream
+from tests.test_detect import security
 
 SYSMON_LINUX_XML = (
     '<Event><System><Provider Name="Linux-Sysmon" Guid="{ff032593-a8d3-4f13-b0d6-01fc615a0f97}"/>'
@@ -190,18 +192,12 @@ def test_message_codes_are_also_seen_as_their_text(tmp_path):
 def test_log_analytics_event_table_rows_route_by_their_eventlog_column():
     """Log Analytics' Event table keeps the channel in `EventLog` and the provider in `Source`: a Sysmon
     row routes as Sysmon (here event 18, pipe_created), not as a channel-less Windows event."""
-    import json as _json
-
-    from logwarden.app.detect.logsource import route_of
-    from logwarden.app.models import LogLine
-    from logwarden.app.parse import parse_lines
-
     row = {"TimeGenerated": "2021-08-02T13:05:32.77Z", "Source": "Microsoft-Windows-Sysmon",
            "EventLog": "Microsoft-Windows-Sysmon/Operational", "Computer": "ADFS01.corp.local", "EventID": "18",
            "RenderedDescription": "Pipe Connected", "Type": "Event", "EventType": "ConnectPipe",
            "Image": "C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe",
            "PipeName": "\\MICROSOFT##WID\\tsql\\query"}
-    [event] = parse_lines([LogLine("event.json", 0, 0, 1, _json.dumps(row))], "windows")
+    [event] = parse_lines([LogLine("event.json", 0, 0, 1, json.dumps(row))], "windows")
     route = route_of(event)
     assert "sysmon" in route.services and "pipe_created" in route.categories
     assert event.fields["PipeName"] == "\\MICROSOFT##WID\\tsql\\query" and "EventLog" not in event.fields
@@ -219,7 +215,7 @@ XDR_REGISTRY = {"Timestamp": "2024-05-01T10:00:05Z", "DeviceName": "ws01.corp.lo
                 "RegistryKey": "HKEY_CURRENT_USER\\S-1-5-21-1-2-3-1104\\Software\\Microsoft\\Windows\\CurrentVersion\\Run",
                 "RegistryValueName": "updater", "RegistryValueData": "C:\\Users\\Public\\a.exe",
                 "InitiatingProcessFolderPath": "C:\\Windows\\System32\\reg.exe"}
-XDR_RULES = """title: t-proc
+XDR_PROCESS_RULE = """title: t-proc
 name: t-proc
 level: high
 logsource: {product: windows, category: process_creation}
@@ -230,14 +226,18 @@ detection:
     CommandLine|contains: urlcache
     ParentImage|endswith: '\\\\cmd.exe'
   condition: selection
----
-title: t-run
+"""
+
+
+def run_key_rule(hive: str) -> str:
+    """A registry_set rule on a Run value written under `hive`, in Sysmon's TargetObject form."""
+    return f"""title: t-run
 name: t-run
 level: high
-logsource: {product: windows, category: registry_set}
+logsource: {{product: windows, category: registry_set}}
 detection:
   selection:
-    TargetObject|startswith: 'HKU\\\\'
+    TargetObject|startswith: '{hive}\\\\'
     TargetObject|endswith: '\\\\CurrentVersion\\\\Run\\\\updater'
     Details|startswith: 'C:\\\\Users\\\\Public\\\\'
   condition: selection
@@ -246,7 +246,7 @@ detection:
 
 def test_defender_xdr_rows_route_as_windows_process_and_registry_events_in_sysmon_field_names(tmp_path):
     pack = tmp_path / "xdr.yml"
-    pack.write_text(XDR_RULES)
+    pack.write_text(XDR_PROCESS_RULE + "---\n" + run_key_rule("HKU"))
     rules = load_rules([pack])
     sentinel = {**XDR_PROCESS, "Type": "DeviceProcessEvents"}
     rows = [XDR_PROCESS, XDR_REGISTRY, sentinel]
@@ -264,11 +264,8 @@ def test_defender_xdr_rows_route_as_windows_process_and_registry_events_in_sysmo
 def test_security_4657_value_writes_read_as_sysmon_registry_set(tmp_path):
     """A 4657 keeps the key (`\\REGISTRY\\MACHINE\\…`) and the value's name apart; registry_set
     rules read Sysmon's TargetObject (`HKLM\\…\\key\\value`) and Details."""
-    from tests.test_detect import security
-
     pack = tmp_path / "run.yml"
-    pack.write_text(XDR_RULES.split("---\n")[1].replace("TargetObject|startswith: 'HKU\\\\'",
-                                                         "TargetObject|startswith: 'HKLM\\\\'"))
+    pack.write_text(run_key_rule("HKLM"))
     write = security(4657, {"SubjectUserName": "alice", "SubjectDomainName": "CORP", "ObjectName":
                             "\\REGISTRY\\MACHINE\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\Run",
                             "ObjectValueName": "updater", "OperationType": "%%1905", "NewValue": "C:\\Users\\Public\\a.exe",

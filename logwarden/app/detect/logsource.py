@@ -105,20 +105,22 @@ def _security_user(event: Event) -> str | None:
     return f"{domain}\\{name}" if domain else str(name)
 
 
-_AUDIT_HIVES = (("\\REGISTRY\\MACHINE", "HKLM"), ("\\REGISTRY\\USER", "HKU"))
+# registry roots as other sources write them → as Sysmon writes them (4657: \REGISTRY\…; Defender: HKEY_…)
+_HIVES = (("\\REGISTRY\\MACHINE", "HKLM"), ("\\REGISTRY\\USER", "HKU"), ("HKEY_LOCAL_MACHINE", "HKLM"),
+          ("HKEY_CURRENT_USER", "HKU"), ("HKEY_USERS", "HKU"), ("HKEY_CLASSES_ROOT", "HKCR"))
 
 
 def _audit_registry_target(event: Event) -> str | None:
     """Sysmon's TargetObject for a 4657: the key as Sysmon abbreviates it plus the value's name
     (pySigma's audit pipeline maps it to ObjectName, the key alone, which no value rule matches)."""
-    return _sysmon_registry_path(event.fields.get("ObjectName"), event.fields.get("ObjectValueName"), _AUDIT_HIVES)
+    return _sysmon_registry_path(event.fields.get("ObjectName"), event.fields.get("ObjectValueName"))
 
 
-def _sysmon_registry_path(key: Any, value: Any, hives: tuple[tuple[str, str], ...]) -> str | None:
+def _sysmon_registry_path(key: Any, value: Any) -> str | None:
     """A registry key and value name written as Sysmon's TargetObject: `HKLM\\…\\key\\value`."""
     if not isinstance(key, str) or not key:
         return None
-    for long, short in hives:
+    for long, short in _HIVES:
         if key[:len(long)].upper() == long:
             key = short + key[len(long):]
             break
@@ -296,13 +298,11 @@ _XDR_ACTION_CATEGORIES = {"FileDeleted": "file_delete", "FileRenamed": "file_ren
                           "RegistryValueSet": "registry_set", "RegistryKeyCreated": "registry_add",
                           "RegistryKeyDeleted": "registry_delete", "RegistryValueDeleted": "registry_delete",
                           "RegistryKeyRenamed": "registry_rename"}
-_HIVES = (("HKEY_LOCAL_MACHINE", "HKLM"), ("HKEY_CURRENT_USER", "HKU"), ("HKEY_USERS", "HKU"),
-          ("HKEY_CLASSES_ROOT", "HKCR"))
 
 
 def _xdr_registry_target(event: Event) -> str | None:
     """Sysmon's TargetObject (hive abbreviated, key and value name) from Defender's key and value."""
-    return _sysmon_registry_path(event.fields.get("RegistryKey"), event.fields.get("RegistryValueName"), _HIVES)
+    return _sysmon_registry_path(event.fields.get("RegistryKey"), event.fields.get("RegistryValueName"))
 
 
 def _xdr_aliases(table: str) -> tuple[tuple[str, Alias], ...]:

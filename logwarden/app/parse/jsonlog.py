@@ -145,8 +145,9 @@ def _flat_shape(obj: dict) -> WindowsParts | None:
         if isinstance(nested, str):
             data |= _event_data(nested) or {"EventData": nested}
     return WindowsParts(
-        event_id, _first(obj, "Channel", "LogName", "EventLog"),  # EventLog, Source: Log Analytics' Event table
-        _first(obj, "ProviderName", "SourceName", "Provider", "Source" if "EventLog" in obj else "ProviderName"),
+        # Log Analytics' Event table names them EventLog and Source ("Source" alone is too common a key)
+        event_id, _first(obj, "Channel", "LogName", "EventLog"),
+        _first(obj, "ProviderName", "SourceName", "Provider", *(("Source",) if "EventLog" in obj else ())),
         _first(obj, "Computer", "Hostname", "ComputerName", "MachineName"),
         _first(obj, "@timestamp", "TimeCreated", "EventTime", "TimeGenerated", "UtcTime"), data)
 
