@@ -223,6 +223,50 @@ def test_a_pretty_printed_json_document_is_read_as_events(tmp_path):
         assert fires(path, events)
 
 
+# --- remembered answers: the dispatch's memos never change an answer ----------------------------------
+
+
+def test_a_remembered_answer_tells_a_boolean_from_the_number_one(tmp_path):
+    """`Flag: true` holds for JSON true, not for 1; the two are equal as dictionary keys (1 == True),
+    so an answer remembered for one must not be reused for the other."""
+    path = pack(tmp_path, rule("selection:\n  Image|endswith: '\\x.exe'\n  Flag: true\ncondition: selection"))
+    events = [sysmon({"Image": "C:\\x.exe", "Flag": flag}, line_no=i) for i, flag in enumerate([1, True, 1, True], 1)]
+    [signal] = [s for s in Detector(load_rules([path])).scan(events) if s.rule_id == "t-rule"]
+    assert signal.line_numbers == [2, 4]
+
+
+def test_repeated_values_give_the_answers_of_fresh_ones(tmp_path):
+    """The same images and command lines over and over (answers remembered by value), mixed with
+    values never seen (memos that switch themselves off): every event is judged as if alone."""
+    path = pack(tmp_path, rule("selection:\n  Image|endswith: '\\whoami.exe'\n  CommandLine|contains: '/all'\n"
+                               "filter:\n  ParentImage|endswith: '\\explorer.exe'\ncondition: selection and not filter"))
+    events, expected = [], []
+    for i in range(1, 3001):
+        parent = "C:\\Windows\\explorer.exe" if i % 3 == 0 else f"C:\\tools\\p{i % 7 if i % 2 else i}.exe"
+        command = "whoami /all" if i % 5 else f"whoami /groups {i}"
+        events.append(sysmon({"Image": "C:\\Windows\\System32\\whoami.exe", "CommandLine": command,
+                              "ParentImage": parent}, line_no=i))
+        if i % 3 and i % 5:
+            expected.append(i)
+    detector = Detector(load_rules([path]))
+    [signal] = [s for s in detector.scan(events) if s.rule_id == "t-rule"]
+    assert signal.line_numbers == expected[:250] + expected[-250:]  # line numbers are capped at 500
+    assert signal.description.startswith(f"{len(expected)} matching lines")
+
+
+def test_a_memo_whose_keys_never_repeat_switches_itself_off():
+    from logwarden.app.detect.detector import _Memo
+
+    fresh, repeating = _Memo(), _Memo()
+    for i in range(5000):
+        for memo, key in ((fresh, i), (repeating, i % 10)):
+            memo.lookups += 1
+            if key not in memo.known:
+                memo.store(key, True)
+    assert fresh.table is None and fresh.known == {}
+    assert repeating.table == {i: True for i in range(10)}
+
+
 # --- correlations ---------------------------------------------------------------------------------
 
 

@@ -343,6 +343,32 @@ _VALUE_LEAVES: dict[str, Callable[[str, tuple], Matcher]] = {
 }
 
 
+def condition_fields(node: tuple | None) -> tuple[str, ...] | None:
+    """The fields a condition reads (its answer depends on their values alone), sorted; None when
+    it also reads the whole event (a keyword detection)."""
+    names: set[str] = set()
+
+    def walk(node: tuple) -> bool:
+        op = node[0]
+        if op in ("and", "or"):
+            return all(walk(child) for child in node[1])
+        if op == "not":
+            return walk(node[1])
+        if op == "field":
+            names.add(node[1])
+            values = [node[2]]
+            while values:  # a fieldref reads its other field too, also inside a list
+                value = values.pop()
+                if value[0] == "fieldref":
+                    names.add(value[1])
+                elif value[0] == "any":
+                    values += value[1]
+            return True
+        return False
+
+    return tuple(sorted(names)) if node is not None and walk(node) else None
+
+
 # --- gates ------------------------------------------------------------------------------------
 
 

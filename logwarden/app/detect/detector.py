@@ -16,35 +16,168 @@ rule files (`pack.py`) or how events are parsed.
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from logwarden.app.detect.compile import condition_fields
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
 from logwarden.app.detect.logsource import Route, route_of
 from logwarden.app.detect.pack import CompiledRule, RuleSet
 from logwarden.app.detect.regex import LiteralSet
-from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text
+from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text, rendered
 from logwarden.app.models import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
-_SAMPLE_MASK = 63  # clause hits are counted on 1 event in 64 ...
-_RELEARN_MASK = 4095  # ... and primaries re-chosen every 4,096 screened events
-_MEMO_MAX = 8192  # screened value tuples remembered per dispatch
-_MEMO_PROBE = 4096  # misses after which a dispatch whose values hardly repeat stops remembering
-_SEP = "\x1e"  # joins an event's screened values (a record separator: never in a literal)
-_STR_ONLY = {str}
+_MEMO_MAX = 8192  # values remembered per screened field, hit patterns per dispatch
+_RESULTS_MAX = 1024  # value tuples remembered per rule and dispatch
+_ANSWERS_MAX = 256  # value tuples remembered per hit pattern (at most _MEMO_MAX patterns per dispatch)
+_MEMO_PROBE = 1024  # misses after which a memo whose keys hardly repeat is switched off
+_KEY_TYPES = frozenset((str, int, type(None), tuple))  # values that key a rule's result (bool, float: 1 == True == 1.0)
+_NONE: frozenset[int] = frozenset()
 
 
-def _screen_text(value: object, slot: int, lists: list) -> str:
-    """A non-string value as the screen reads it; a list's lowered elements are also kept in `lists`."""
-    text = lower_text(value)
-    if text is None:
-        return ""
-    if type(text) is str:
-        return text
-    lists.append((slot, text))
-    return "\n".join(text)
+class _Memo:
+    """A bounded cache of a pure function's results that switches itself off when its keys hardly
+    repeat (command lines with GUIDs, hashes), where the lookups would only cost."""
+
+    __slots__ = ("table", "known", "size", "probe", "lookups", "misses")
+
+    def __init__(self, size: int = _MEMO_MAX) -> None:
+        self.table: dict | None = {}
+        self.known: dict = self.table  # what was remembered (empty once switched off): for inline lookups
+        self.size = size
+        self.probe = min(size, _MEMO_PROBE)
+        self.lookups = self.misses = 0
+
+    def store(self, key: object, value: object) -> None:
+        table = self.table
+        if table is None:
+            return
+        self.misses += 1
+        if len(table) >= self.size:
+            table.clear()
+        table[key] = value
+        if self.misses == self.probe and self.lookups < self.probe * 1.1:
+            self.table, self.known = None, {}  # ≥ 90 % of the keys so far were new
+
+
+class _Trial:
+    """A candidate rule as a dispatch tries it: its matcher, remembered by the values it reads
+    (a rule's answer depends on nothing else, and logs repeat their images, DLLs and paths)."""
+
+    __slots__ = ("rule", "reads", "direct", "memo")
+
+    def __init__(self, rule: CompiledRule, is_direct: Callable[[str], bool]) -> None:
+        self.rule = rule
+        self.reads = condition_fields(rule.ir.condition)
+        self.memo = _Memo(_RESULTS_MAX) if self.reads else None  # a keyword rule reads the whole event
+        # keyed by the raw values when every field is read straight from `Event.fields` (they
+        # determine what the view makes of them), else by what the view reads
+        self.direct = bool(self.reads) and all(map(is_direct, self.reads))
+
+    def holds(self, view: EventView) -> bool:
+        memo = self.memo
+        if memo is None or memo.table is None:
+            return self.rule.match(view)
+        key = tuple(map(view.fields.get if self.direct else view.get, self.reads))
+        if not _KEY_TYPES.issuperset(map(type, key)):
+            return self.rule.match(view)
+        memo.lookups += 1
+        found = memo.table.get(key)
+        if found is None:
+            found = self.rule.match(view)
+            memo.store(key, found)
+        return found
+
+
+class _Choice:
+    """The rules to try for one pattern of gate hits, and the fields their answers depend on (None
+    when some rule reads more than plain fields: a keyword, an alias, a derived field)."""
+
+    __slots__ = ("trials", "reads", "memo")
+
+    def __init__(self, trials: list[_Trial]) -> None:
+        self.trials = trials
+        self.reads = (tuple(sorted(set().union(*(t.reads for t in trials))))
+                      if trials and all(t.direct for t in trials) else None)
+        self.memo = _Memo(_ANSWERS_MAX)
+
+    def matches(self, view: EventView) -> list[CompiledRule]:
+        """The rules among the trials that this event matches: remembered by the values they read
+        (together those decide every answer), else each rule by its own values (`_Trial.holds`)."""
+        trials = self.trials
+        if not trials:
+            return []
+        memo = self.memo
+        if self.reads is not None and memo.table is not None:
+            values = tuple(map(view.fields.get, self.reads))
+            if _KEY_TYPES.issuperset(map(type, values)):
+                memo.lookups += 1
+                found = memo.known.get(values)
+                if found is None:
+                    found = [trial.rule for trial in trials if trial.holds(view)]
+                    memo.store(values, found)
+                return found
+        return [trial.rule for trial in trials if trial.holds(view)]
+
+
+class _Field:
+    """One screened field of a dispatch: which gate clauses its (lowercase) text satisfies, by one
+    dictionary lookup for exact values and one RE2::Set pass for literals; remembered per value."""
+
+    __slots__ = ("name", "eq", "literals", "ids", "memo")
+
+    def __init__(self, name: str | None, eq: dict[str, list[int]], sub: dict[str, list[int]]) -> None:
+        self.name = name
+        self.eq = {text: frozenset(ids) for text, ids in eq.items()}
+        literals = sorted(sub)
+        self.literals = LiteralSet(literals) if literals else None
+        self.ids = [frozenset(sub[literal]) for literal in literals]
+        self.memo = _Memo()
+
+    def clauses(self, value: object) -> frozenset[int]:
+        """The clause ids this value satisfies (`_NONE` for none). Remembered by the value, or by its
+        lowercase text when it is a number (the answer depends on that text alone)."""
+        if type(value) is not str:
+            if type(value) is not int:
+                return self._other(value)
+            value = str(value)
+        memo = self.memo
+        memo.lookups += 1
+        found = memo.known.get(value)
+        return self.learn(value) if found is None else found
+
+    def learn(self, value: str) -> frozenset[int]:
+        """`clauses` of a text value not remembered yet."""
+        found = self._scan(value.lower())
+        self.memo.store(value, found)
+        return found
+
+    def _scan(self, text: str) -> frozenset[int]:
+        if "%%" in text:  # a message code: screened in both forms, as the view shows it (`with_message_text`)
+            return self._scan_one(text) | self._scan_one(rendered(text).lower())
+        return self._scan_one(text)
+
+    def _scan_one(self, text: str) -> frozenset[int]:
+        found = self.eq.get(text, _NONE)
+        if self.literals is not None:
+            hits = self.literals.found(text)
+            if hits:
+                ids = self.ids
+                found = found.union(*[ids[i] for i in hits])
+        return found
+
+    def _other(self, value: object) -> frozenset[int]:
+        """A number, a list (it meets an equality when one element does) or None from the view."""
+        text = lower_text(value)
+        if text is None:
+            return _NONE
+        if type(text) is str:
+            return self._scan(text)
+        found = self._scan("\n".join(text))
+        equal = [self.eq[item] for item in text if item in self.eq]
+        return found.union(*equal) if equal else found
 
 
 @dataclass(slots=True)
@@ -102,53 +235,41 @@ class _Open:
 
 
 class Dispatch:
-    """The rules one kind of event can meet, indexed by their gates."""
+    """The rules one kind of event can meet, indexed by their gates.
+
+    A rule is tried when all its gate clauses hold. Each screened field of an event maps its value to
+    the clause ids it satisfies (`_Field`, remembered per value); the union of those answers maps to
+    the rules to try (remembered too: events with new values but the same answers, as most are, cost
+    one lookup per present field and one for the union); each tried rule's answer is remembered by
+    the values it reads (`_Trial`)."""
 
     def __init__(self, rules: Sequence[CompiledRule], route: Route) -> None:
         self.aliases = route.alias_map() or None
-        self.always: list[CompiledRule] = [r for r in rules if not r.clauses]
-        # A rule is tried when all its clauses hold; it is looked up by one of them, its "primary":
-        # first the statically most selective one, then the one seen least often (see `_learn`).
+        self.always = [_Trial(r, self._is_direct) for r in rules if not r.clauses]
         # Rules share clauses (35 network rules test Initiated=true): each distinct clause is one id.
-        self._primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
-        self._clauses_of: list[tuple[CompiledRule, tuple[int, ...]]] = []
-        self._seen: Counter[int] = Counter()
-        self._events = 0
-        self._memo: dict[tuple, frozenset[int]] | None = {}
-        self._memo_misses = self._events_screened = 0
+        # A rule is looked up by its first clause (the most selective, see `gate_clauses`).
+        self._primary: dict[int, list[tuple[_Trial, tuple[int, ...]]]] = {}
         clause_ids: dict[frozenset, int] = {}
         for rule in rules:
             if rule.clauses:
                 ids = tuple(clause_ids.setdefault(clause, len(clause_ids)) for clause in rule.clauses)
-                self._primary.setdefault(ids[0], []).append((rule, ids[1:]))
-                if len(ids) > 1:
-                    self._clauses_of.append((rule, ids))
+                self._primary.setdefault(ids[0], []).append((_Trial(rule, self._is_direct), ids[1:]))
         eq: dict[str | None, dict[str, list[int]]] = {}
         sub: dict[str | None, dict[str, list[int]]] = {}
         for clause, clause_id in clause_ids.items():
             for kind, name, text in clause:
                 (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
-        # Every screened field of an event is read, lowered and scanned at once: the values joined by
-        # \x1e, lowered in one call, split back; equality atoms are one dictionary lookup per field,
-        # literals one RE2::Set pass over the joined text, each literal found then checked in the
-        # fields that name it. Aliases, attributes, derived and dotted names go through the view.
+        # Keywords are screened on the raw line (a JSON event: its record, holding every value).
         keywords = sub.pop(None, {})
-        self._keywords = _literal_set(keywords) if keywords else None
-        names = sorted(set(eq) | set(sub), key=lambda n: (not self._direct(n), n))
-        self._direct_names = [n for n in names if self._direct(n)]
-        self._blanks = [""] * len(self._direct_names)
-        self._other_names = [n for n in names if not self._direct(n)]
-        self._other_getters = [self._getter(n) for n in self._other_names]
-        slot = {name: i for i, name in enumerate(names)}
-        self._eq = [(slot[n], {t: tuple(ids) for t, ids in index.items()}) for n, index in eq.items()]
-        self._eq_of = dict(self._eq)
-        by_literal: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
-        for name, index in sub.items():
-            for literal, ids in index.items():
-                by_literal.setdefault(literal, []).append((slot[name], tuple(ids)))
-        literals = sorted(by_literal)
-        self._literals = LiteralSet(literals) if literals else None
-        self._places = [(literal, by_literal[literal]) for literal in literals]
+        self._keywords = _Field(None, {}, keywords) if keywords else None
+        fields = [_Field(name, eq.get(name, {}), sub.get(name, {})) for name in set(eq) | set(sub)]
+        # Fields present in `Event.fields` under their name are screened straight from there (an
+        # absent field satisfies no atom: every atom needs a value); aliases, attributes, derived
+        # and dotted names through the view.
+        self._direct = {f.name: f for f in fields if self._is_direct(f.name)}
+        self._direct_names = frozenset(self._direct)
+        self._other = [(f, self._getter(f.name)) for f in fields if not self._is_direct(f.name)]
+        self._chosen = _Memo()
 
     def _getter(self, name: str) -> Callable[[EventView], object]:
         """How the screen reads a field that is not in `Event.fields` by that name: an event
@@ -160,109 +281,60 @@ class Dispatch:
             return attribute
         return lambda view: view.get(name)
 
-    def _direct(self, name: str | None) -> bool:
+    def _is_direct(self, name: str | None) -> bool:
         """Is the field read straight from `Event.fields`?"""
         return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
                 and name not in DERIVED_FIELDS and "." not in name)
 
-    def candidates(self, view: EventView) -> list[CompiledRule]:
-        hits: set[int] = set()
-        if self._eq or self._literals is not None:
-            self._screen_memo(view, hits)
-        if self._keywords is not None:  # screened on the raw line (a JSON event: its record) holding every value
-            literals, ids = self._keywords
-            for index in literals.found(view.event.raw.lower()):
-                hits.update(ids[index])
-        if not hits:
-            return self.always
-        self._events += 1
-        if self._clauses_of and not self._events & _SAMPLE_MASK:
-            self._learn(hits)
-        chosen = list(self.always)
-        primary = self._primary
-        for clause_id in hits:
-            for rule, others in primary.get(clause_id, ()):
-                if not others or all(other in hits for other in others):
-                    chosen.append(rule)
+    def matches(self, view: EventView) -> list[CompiledRule]:
+        """The rules this event matches."""
+        return self.candidates(view).matches(view)
+
+    def candidates(self, view: EventView) -> _Choice:
+        """The rules that the gate clauses this event satisfies let through."""
+        fields = view.fields
+        direct = self._direct
+        answers = []
+        for name in fields.keys() & self._direct_names:
+            value = fields[name]
+            field = direct[name]
+            if type(value) is str:  # `field.clauses(value)`, inline for the common case: a value seen before
+                memo = field.memo
+                memo.lookups += 1
+                found = memo.known.get(value)
+                if found is None:
+                    found = field.learn(value)
+            else:
+                found = field.clauses(value)
+            if found:
+                answers.append(found)
+        if self._other:
+            answers += [f.clauses(get(view)) for f, get in self._other]
+        if self._keywords is not None:
+            answers.append(self._keywords._scan(view.event.raw.lower()))
+        hits = _NONE.union(*answers)
+        memo = self._chosen
+        table = memo.table
+        if table is not None:
+            memo.lookups += 1
+            chosen = table.get(hits)
+            if chosen is not None:
+                return chosen
+        chosen = _Choice(self._choose(hits))
+        memo.store(hits, chosen)
         return chosen
 
-    def _screen_memo(self, view: EventView, hits: set[int]) -> None:
-        """`_screen`, remembered by the screened values: the same values always hit the same clauses,
-        and logs repeat (cron, systemd, a scanner's requests). Bounded; switched off for a route
-        whose values hardly repeat (command lines with GUIDs), where the lookups would only cost."""
-        values = list(map(view.fields.get, self._direct_names, self._blanks))  # absent: ""
-        if self._other_names:
-            values += [get(view) for get in self._other_getters]
-        memo = self._memo
-        self._events_screened += 1
-        if memo is None:
-            self._screen(values, hits)
-            return
-        try:
-            key = tuple(values)
-            found = memo.get(key)
-        except TypeError:  # a list value: not hashable, screened as it is
-            self._screen(values, hits)
-            return
-        if found is None:
-            self._screen(values, hits)
-            self._memo_misses += 1
-            if len(memo) >= _MEMO_MAX:
-                memo.clear()
-            memo[key] = frozenset(hits)
-            if self._memo_misses == _MEMO_PROBE and self._events_screened < _MEMO_PROBE * 1.1:
-                self._memo = None  # ≥ 90 % of the values so far were new: not worth remembering
-        else:
-            hits.update(found)
-
-    def _screen(self, values: list, hits: set[int]) -> None:
-        lists: list[tuple[int, tuple[str, ...]]] = []
-        if set(map(type, values)) != _STR_ONLY:  # numbers, lists, None from the view: rare, so a loop
-            for i, value in enumerate(values):
-                if type(value) is not str:
-                    values[i] = _screen_text(value, i, lists)
-        joined = _SEP.join(values)
-        if joined.count(_SEP) != len(values) - 1:  # a value holding the separator must not shift the others
-            joined = _SEP.join(v.replace(_SEP, " ") for v in values)
-        lowered = joined.lower()
-        texts = lowered.split(_SEP)
-        for i, index in self._eq:
-            found = index.get(texts[i])
-            if found:
-                hits.update(found)
-        for i, items in lists:  # a list meets an equality when one of its elements does
-            index = self._eq_of.get(i)
-            if index is not None:
-                for item in items:
-                    if item in index:
-                        hits.update(index[item])
-        if self._literals is not None:
-            for found in self._literals.found(lowered):
-                literal, places = self._places[found]
-                for i, ids in places:
-                    if literal in texts[i]:
-                        hits.update(ids)
-
-    def _learn(self, hits: set[int]) -> None:
-        """Count clause hits on a sample of events; now and then make each rule's rarest clause its primary."""
-        self._seen.update(hits)
-        if self._events & _RELEARN_MASK:
-            return
-        seen = self._seen
-        primary: dict[int, list[tuple[CompiledRule, tuple[int, ...]]]] = {}
-        for clause_id, entries in self._primary.items():  # rules with one clause stay where they are
-            kept = [(rule, others) for rule, others in entries if not others]
-            if kept:
-                primary[clause_id] = kept
-        for rule, ids in self._clauses_of:
-            rarest = min(ids, key=seen.__getitem__)
-            primary.setdefault(rarest, []).append((rule, tuple(i for i in ids if i != rarest)))
-        self._primary = primary
-
-
-def _literal_set(index: dict[str, list[int]]) -> tuple[LiteralSet, list[tuple[int, ...]]]:
-    literals = sorted(index)
-    return LiteralSet(literals), [tuple(index[literal]) for literal in literals]
+    def _choose(self, hits: frozenset[int]) -> list[_Trial]:
+        """The rules all of whose clauses are among the hits, and the rules without a gate."""
+        chosen = list(self.always)
+        if not hits:
+            return chosen
+        primary = self._primary
+        for clause_id in hits:
+            for trial, others in primary.get(clause_id, ()):
+                if not others or all(other in hits for other in others):
+                    chosen.append(trial)
+        return chosen
 
 
 class Detector:
@@ -299,9 +371,8 @@ class Detector:
             if dispatch is None:
                 dispatch = dispatches[route] = self._build(route)
             view = EventView(event, dispatch.aliases)
-            for rule in dispatch.candidates(view):
-                if rule.match(view):
-                    self._matched(rule, view, t, opened, finished)
+            for rule in dispatch.matches(view):
+                self._matched(rule, view, t, opened, finished)
         finished.extend(opened.values())
         signals = [o.to_signal() for o in finished]
         return sorted(signals, key=lambda s: (s.source, s.line_numbers[0] if s.line_numbers else 0, s.rule_id))

@@ -136,14 +136,28 @@ _AUDIT_REGISTRY_ALIASES = _WINDOWS_COMMON + tuple(
     ("TargetObject", _audit_registry_target), ("Details", "NewValue"))
 
 
+_ROUTES_SEEN: dict[tuple, Route] = {}  # by the raw values, so that a known kind of event costs one lookup
+
+
 def windows_route(event: Event) -> Route:
     fields = event.fields
-    channel = str(fields.get("Channel") or "").lower()
-    provider = str(fields.get("Provider") or "").lower()
     event_id = fields.get("EventID")
     detail = fields.get("OperationType") if event_id == AUDIT_REGISTRY_EVENT else (
         fields.get("EventType") if event_id == 12 else None)
-    return _windows_route(channel, provider, event_id if isinstance(event_id, int) else None, str(detail or ""))
+    key = (fields.get("Channel"), fields.get("Provider"), event_id, detail)
+    try:
+        return _ROUTES_SEEN[key]
+    except (KeyError, TypeError):  # TypeError: a JSON list or object where a name belongs
+        pass
+    route = _windows_route(str(key[0] or "").lower(), str(key[1] or "").lower(),
+                           event_id if isinstance(event_id, int) else None, str(detail or ""))
+    try:
+        if len(_ROUTES_SEEN) >= 4096:
+            _ROUTES_SEEN.clear()
+        _ROUTES_SEEN[key] = route
+    except TypeError:
+        pass
+    return route
 
 
 @functools.lru_cache(maxsize=2048)

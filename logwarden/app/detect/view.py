@@ -100,17 +100,22 @@ def rendered(text: str) -> str:
 
 
 def _sigma_keys(event: Event) -> dict[str, Any]:
-    """A Windows event's fields as Sigma rules name and spell them: EventData names with spaces
-    (Defender's "Threat Name") also without ("ThreatName"); a value holding `%%NNNN` message codes
-    also as its text (the pair is a list: a rule matches when either form does)."""
+    """A Windows event's fields as Sigma rules name them: EventData names with spaces (Defender's
+    "Threat Name") also without ("ThreatName")."""
     fields = event.fields
-    if event.format != "windows":
-        return fields
-    if " " in "".join(fields):
-        fields = fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
-    texts = {key: rendered(value) for key, value in fields.items() if type(value) is str and "%%" in value}
-    pairs = {key: (fields[key], text) for key, text in texts.items() if text != fields[key]}
-    return fields | pairs if pairs else fields
+    if event.format == "windows" and " " in "".join(fields):
+        return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
+    return fields
+
+
+def with_message_text(value: Any) -> Any:
+    """A value holding `%%NNNN` message codes, also as its text: the pair is a list, so a rule
+    matches when either form does (Windows events; elsewhere the codes are not there)."""
+    if type(value) is str and "%%" in value:
+        text = rendered(value)
+        if text != value:
+            return (value, text)
+    return value
 
 
 def _dig(value: Any, parts: list[str]) -> Any:
@@ -190,7 +195,8 @@ class EventView:
         event = self.event
         fields = self.fields
         if name in fields:
-            return fields[name]
+            value = fields[name]
+            return with_message_text(value) if event.format == "windows" else value
         if self.aliases:
             alias = self.aliases.get(name)
             if alias is not None:
