@@ -255,7 +255,7 @@ def test_repeated_values_give_the_answers_of_fresh_ones(tmp_path):
 
 
 def test_a_memo_whose_keys_never_repeat_switches_itself_off():
-    from logwarden.app.detect.detector import _Memo
+    from logwarden.app.detect.dispatch import _Memo
 
     fresh, repeating = _Memo(), _Memo()
     for i in range(5000):

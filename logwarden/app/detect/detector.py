@@ -1,10 +1,8 @@
 """`Detector`: runs a rule set over events and emits `Signal`s with their evidence lines.
 
-Per event: its logsource route (cached per kind of event) picks a `Dispatch` — the rules of that
-logsource, indexed by their gates: one dictionary lookup per field for exact values, one
-RE2::Set scan per field for literals — so only rules whose every gate clause
-holds are evaluated; rules without a usable literal ("always" rules) run on every event of their
-logsource. Matches become signals, and feed the correlations that reference their rule.
+Per event: its logsource route (cached per kind of event) picks a `Dispatch` (`dispatch.py`: the
+rules of that logsource, indexed by their gates, which says which of them the event matches).
+Matches become signals, and feed the correlations that reference their rule.
 
 Owns merging: one Signal per rule + source + key per `scan` call ("42 SQLi attempts from
 1.2.3.4", not 42 records), the key being the first present of the rule's key fields
@@ -17,169 +15,17 @@ rule files (`pack.py`) or how events are parsed.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from logwarden.app.detect.compile import condition_fields
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
+from logwarden.app.detect.dispatch import Dispatch
 from logwarden.app.detect.logsource import Route, route_of
 from logwarden.app.detect.pack import CompiledRule, RuleSet
-from logwarden.app.detect.regex import LiteralSet
-from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text, rendered
+from logwarden.app.detect.view import EventView
 from logwarden.app.models import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
-_MEMO_MAX = 8192  # values remembered per screened field, hit patterns per dispatch
-_RESULTS_MAX = 1024  # value tuples remembered per rule and dispatch
-_ANSWERS_MAX = 256  # value tuples remembered per hit pattern (at most _MEMO_MAX patterns per dispatch)
-_MEMO_PROBE = 1024  # misses after which a memo whose keys hardly repeat is switched off
-_KEY_TYPES = frozenset((str, int, type(None), tuple))  # values that key a rule's result (bool, float: 1 == True == 1.0)
-_NONE: frozenset[int] = frozenset()
-
-
-class _Memo:
-    """A bounded cache of a pure function's results that switches itself off when its keys hardly
-    repeat (command lines with GUIDs, hashes), where the lookups would only cost."""
-
-    __slots__ = ("table", "known", "size", "probe", "lookups", "misses")
-
-    def __init__(self, size: int = _MEMO_MAX) -> None:
-        self.table: dict | None = {}
-        self.known: dict = self.table  # what was remembered (empty once switched off): for inline lookups
-        self.size = size
-        self.probe = min(size, _MEMO_PROBE)
-        self.lookups = self.misses = 0
-
-    def store(self, key: object, value: object) -> None:
-        table = self.table
-        if table is None:
-            return
-        self.misses += 1
-        if len(table) >= self.size:
-            table.clear()
-        table[key] = value
-        if self.misses == self.probe and self.lookups < self.probe * 1.1:
-            self.table, self.known = None, {}  # ≥ 90 % of the keys so far were new
-
-
-class _Trial:
-    """A candidate rule as a dispatch tries it: its matcher, remembered by the values it reads
-    (a rule's answer depends on nothing else, and logs repeat their images, DLLs and paths)."""
-
-    __slots__ = ("rule", "reads", "direct", "memo")
-
-    def __init__(self, rule: CompiledRule, is_direct: Callable[[str], bool]) -> None:
-        self.rule = rule
-        self.reads = condition_fields(rule.ir.condition)
-        self.memo = _Memo(_RESULTS_MAX) if self.reads else None  # a keyword rule reads the whole event
-        # keyed by the raw values when every field is read straight from `Event.fields` (they
-        # determine what the view makes of them), else by what the view reads
-        self.direct = bool(self.reads) and all(map(is_direct, self.reads))
-
-    def holds(self, view: EventView) -> bool:
-        memo = self.memo
-        if memo is None or memo.table is None:
-            return self.rule.match(view)
-        key = tuple(map(view.fields.get if self.direct else view.get, self.reads))
-        if not _KEY_TYPES.issuperset(map(type, key)):
-            return self.rule.match(view)
-        memo.lookups += 1
-        found = memo.table.get(key)
-        if found is None:
-            found = self.rule.match(view)
-            memo.store(key, found)
-        return found
-
-
-class _Choice:
-    """The rules to try for one pattern of gate hits, and the fields their answers depend on (None
-    when some rule reads more than plain fields: a keyword, an alias, a derived field)."""
-
-    __slots__ = ("trials", "reads", "memo")
-
-    def __init__(self, trials: list[_Trial]) -> None:
-        self.trials = trials
-        self.reads = (tuple(sorted(set().union(*(t.reads for t in trials))))
-                      if trials and all(t.direct for t in trials) else None)
-        self.memo = _Memo(_ANSWERS_MAX)
-
-    def matches(self, view: EventView) -> list[CompiledRule]:
-        """The rules among the trials that this event matches: remembered by the values they read
-        (together those decide every answer), else each rule by its own values (`_Trial.holds`)."""
-        trials = self.trials
-        if not trials:
-            return []
-        memo = self.memo
-        if self.reads is not None and memo.table is not None:
-            values = tuple(map(view.fields.get, self.reads))
-            if _KEY_TYPES.issuperset(map(type, values)):
-                memo.lookups += 1
-                found = memo.known.get(values)
-                if found is None:
-                    found = [trial.rule for trial in trials if trial.holds(view)]
-                    memo.store(values, found)
-                return found
-        return [trial.rule for trial in trials if trial.holds(view)]
-
-
-class _Field:
-    """One screened field of a dispatch: which gate clauses its (lowercase) text satisfies, by one
-    dictionary lookup for exact values and one RE2::Set pass for literals; remembered per value."""
-
-    __slots__ = ("name", "eq", "literals", "ids", "memo")
-
-    def __init__(self, name: str | None, eq: dict[str, list[int]], sub: dict[str, list[int]]) -> None:
-        self.name = name
-        self.eq = {text: frozenset(ids) for text, ids in eq.items()}
-        literals = sorted(sub)
-        self.literals = LiteralSet(literals) if literals else None
-        self.ids = [frozenset(sub[literal]) for literal in literals]
-        self.memo = _Memo()
-
-    def clauses(self, value: object) -> frozenset[int]:
-        """The clause ids this value satisfies (`_NONE` for none). Remembered by the value, or by its
-        lowercase text when it is a number (the answer depends on that text alone)."""
-        if type(value) is not str:
-            if type(value) is not int:
-                return self._other(value)
-            value = str(value)
-        memo = self.memo
-        memo.lookups += 1
-        found = memo.known.get(value)
-        return self.learn(value) if found is None else found
-
-    def learn(self, value: str) -> frozenset[int]:
-        """`clauses` of a text value not remembered yet."""
-        found = self._scan(value.lower())
-        self.memo.store(value, found)
-        return found
-
-    def _scan(self, text: str) -> frozenset[int]:
-        if "%%" in text:  # a message code: screened in both forms, as the view shows it (`with_message_text`)
-            return self._scan_one(text) | self._scan_one(rendered(text).lower())
-        return self._scan_one(text)
-
-    def _scan_one(self, text: str) -> frozenset[int]:
-        found = self.eq.get(text, _NONE)
-        if self.literals is not None:
-            hits = self.literals.found(text)
-            if hits:
-                ids = self.ids
-                found = found.union(*[ids[i] for i in hits])
-        return found
-
-    def _other(self, value: object) -> frozenset[int]:
-        """A number, a list (it meets an equality when one element does) or None from the view."""
-        text = lower_text(value)
-        if text is None:
-            return _NONE
-        if type(text) is str:
-            return self._scan(text)
-        found = self._scan("\n".join(text))
-        equal = [self.eq[item] for item in text if item in self.eq]
-        return found.union(*equal) if equal else found
-
-
 @dataclass(slots=True)
 class _Open:
     """A signal being built during one scan call."""
@@ -232,109 +78,6 @@ class _Open:
         shown = len(set(self.lines) | set(self.tail))
         capped = f" (line numbers capped at {shown})" if shown < self.count else ""
         return f"{what}{where}{capped}. {rule.description}".strip()
-
-
-class Dispatch:
-    """The rules one kind of event can meet, indexed by their gates.
-
-    A rule is tried when all its gate clauses hold. Each screened field of an event maps its value to
-    the clause ids it satisfies (`_Field`, remembered per value); the union of those answers maps to
-    the rules to try (remembered too: events with new values but the same answers, as most are, cost
-    one lookup per present field and one for the union); each tried rule's answer is remembered by
-    the values it reads (`_Trial`)."""
-
-    def __init__(self, rules: Sequence[CompiledRule], route: Route) -> None:
-        self.aliases = route.alias_map() or None
-        self.always = [_Trial(r, self._is_direct) for r in rules if not r.clauses]
-        # Rules share clauses (35 network rules test Initiated=true): each distinct clause is one id.
-        # A rule is looked up by its first clause (the most selective, see `gate_clauses`).
-        self._primary: dict[int, list[tuple[_Trial, tuple[int, ...]]]] = {}
-        clause_ids: dict[frozenset, int] = {}
-        for rule in rules:
-            if rule.clauses:
-                ids = tuple(clause_ids.setdefault(clause, len(clause_ids)) for clause in rule.clauses)
-                self._primary.setdefault(ids[0], []).append((_Trial(rule, self._is_direct), ids[1:]))
-        eq: dict[str | None, dict[str, list[int]]] = {}
-        sub: dict[str | None, dict[str, list[int]]] = {}
-        for clause, clause_id in clause_ids.items():
-            for kind, name, text in clause:
-                (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
-        # Keywords are screened on the raw line (a JSON event: its record, holding every value).
-        keywords = sub.pop(None, {})
-        self._keywords = _Field(None, {}, keywords) if keywords else None
-        fields = [_Field(name, eq.get(name, {}), sub.get(name, {})) for name in set(eq) | set(sub)]
-        # Fields present in `Event.fields` under their name are screened straight from there (an
-        # absent field satisfies no atom: every atom needs a value); aliases, attributes, derived
-        # and dotted names through the view.
-        self._direct = {f.name: f for f in fields if self._is_direct(f.name)}
-        self._direct_names = frozenset(self._direct)
-        self._other = [(f, self._getter(f.name)) for f in fields if not self._is_direct(f.name)]
-        self._chosen = _Memo()
-
-    def _getter(self, name: str) -> Callable[[EventView], object]:
-        """How the screen reads a field that is not in `Event.fields` by that name: an event
-        attribute (message, program …) straight, as `EventView.get` would; anything else through it."""
-        if name in ATTRIBUTE_FIELDS and not (self.aliases and name in self.aliases):
-            def attribute(view: EventView) -> object:
-                fields = view.fields
-                return fields[name] if name in fields else getattr(view.event, name)
-            return attribute
-        return lambda view: view.get(name)
-
-    def _is_direct(self, name: str | None) -> bool:
-        """Is the field read straight from `Event.fields`?"""
-        return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
-                and name not in DERIVED_FIELDS and "." not in name)
-
-    def matches(self, view: EventView) -> list[CompiledRule]:
-        """The rules this event matches."""
-        return self.candidates(view).matches(view)
-
-    def candidates(self, view: EventView) -> _Choice:
-        """The rules that the gate clauses this event satisfies let through."""
-        fields = view.fields
-        direct = self._direct
-        answers = []
-        for name in fields.keys() & self._direct_names:
-            value = fields[name]
-            field = direct[name]
-            if type(value) is str:  # `field.clauses(value)`, inline for the common case: a value seen before
-                memo = field.memo
-                memo.lookups += 1
-                found = memo.known.get(value)
-                if found is None:
-                    found = field.learn(value)
-            else:
-                found = field.clauses(value)
-            if found:
-                answers.append(found)
-        if self._other:
-            answers += [f.clauses(get(view)) for f, get in self._other]
-        if self._keywords is not None:
-            answers.append(self._keywords._scan(view.event.raw.lower()))
-        hits = _NONE.union(*answers)
-        memo = self._chosen
-        table = memo.table
-        if table is not None:
-            memo.lookups += 1
-            chosen = table.get(hits)
-            if chosen is not None:
-                return chosen
-        chosen = _Choice(self._choose(hits))
-        memo.store(hits, chosen)
-        return chosen
-
-    def _choose(self, hits: frozenset[int]) -> list[_Trial]:
-        """The rules all of whose clauses are among the hits, and the rules without a gate."""
-        chosen = list(self.always)
-        if not hits:
-            return chosen
-        primary = self._primary
-        for clause_id in hits:
-            for trial, others in primary.get(clause_id, ()):
-                if not others or all(other in hits for other in others):
-                    chosen.append(trial)
-        return chosen
 
 
 class Detector:
