@@ -91,7 +91,10 @@ class Detector:
             rules = shipped_ruleset()
         self.rules = rules if isinstance(rules, RuleSet) else RuleSet(rules=_with_feeders(list(rules)))
         active = self.rules.rules
-        self._detections = [r for r in active if r.correlation is None]
+        self._detections: dict[tuple, list[CompiledRule]] = {}  # by logsource: a route tests each once
+        for rule in active:
+            if rule.correlation is None:
+                self._detections.setdefault(rule.logsource, []).append(rule)
         self._correlations = {r.key: Correlation(r.correlation, r.correlation["rules"], max_groups=max_keys_per_rule)
                               for r in active if r.correlation is not None}
         self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
@@ -121,7 +124,8 @@ class Detector:
         return sorted(signals, key=lambda s: (s.source, s.line_numbers[0] if s.line_numbers else 0, s.rule_id))
 
     def _build(self, route: Route) -> Dispatch:
-        return Dispatch([r for r in self._detections if route.matches(*r.logsource)], route)
+        return Dispatch([rule for logsource, rules in self._detections.items() if route.matches(*logsource)
+                         for rule in rules], route)
 
     def _time(self, event: Event) -> float:
         # Events without a timestamp inherit the last one seen in their source (lines are in order).
