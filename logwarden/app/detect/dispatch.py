@@ -13,8 +13,8 @@ Knows nothing about signals, correlations or how events are parsed.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from logwarden.app.detect.compile import condition_fields
 from logwarden.app.detect.logsource import Route
 from logwarden.app.detect.pack import CompiledRule
 from logwarden.app.detect.regex import LiteralSet
@@ -52,6 +52,15 @@ class _Memo:
         if self.misses == self.probe and self.lookups < self.probe * 1.1:
             self.table, self.known = None, {}  # ≥ 90 % of the keys so far were new
 
+    def recall(self, key: object, compute: Callable[[Any], Any], argument: object) -> Any:
+        """`compute(argument)`, remembered by `key` (which must decide it)."""
+        self.lookups += 1
+        found = self.known.get(key)
+        if found is None:
+            found = compute(argument)
+            self.store(key, found)
+        return found
+
 
 class _Trial:
     """A candidate rule as a dispatch tries it: its matcher, remembered by the values it reads
@@ -61,7 +70,7 @@ class _Trial:
 
     def __init__(self, rule: CompiledRule, is_direct: Callable[[str], bool]) -> None:
         self.rule = rule
-        self.reads = condition_fields(rule.ir.condition)
+        self.reads = rule.reads
         self.memo = _Memo(_RESULTS_MAX) if self.reads else None  # a keyword rule reads the whole event
         # keyed by the raw values when every field is read straight from `Event.fields` (they
         # determine what the view makes of them), else by what the view reads
@@ -74,12 +83,7 @@ class _Trial:
         key = tuple(map(view.fields.get if self.direct else view.get, self.reads))
         if not _KEY_TYPES.issuperset(map(type, key)):
             return self.rule.match(view)
-        memo.lookups += 1
-        found = memo.table.get(key)
-        if found is None:
-            found = self.rule.match(view)
-            memo.store(key, found)
-        return found
+        return memo.recall(key, self.rule.match, view)
 
 
 class _Choice:
@@ -92,25 +96,20 @@ class _Choice:
         self.trials = trials
         self.reads = (tuple(sorted(set().union(*(t.reads for t in trials))))
                       if trials and all(t.direct for t in trials) else None)
-        self.memo = _Memo(_ANSWERS_MAX)
+        self.memo = _Memo(_ANSWERS_MAX) if self.reads is not None else None
 
     def matches(self, view: EventView) -> list[CompiledRule]:
         """The rules among the trials that this event matches: remembered by the values they read
         (together those decide every answer), else each rule by its own values (`_Trial.holds`)."""
-        trials = self.trials
-        if not trials:
-            return []
         memo = self.memo
-        if self.reads is not None and memo.table is not None:
+        if memo is not None and memo.table is not None:
             values = tuple(map(view.fields.get, self.reads))
             if _KEY_TYPES.issuperset(map(type, values)):
-                memo.lookups += 1
-                found = memo.known.get(values)
-                if found is None:
-                    found = [trial.rule for trial in trials if trial.holds(view)]
-                    memo.store(values, found)
-                return found
-        return [trial.rule for trial in trials if trial.holds(view)]
+                return memo.recall(values, self._try, view)
+        return self._try(view)
+
+    def _try(self, view: EventView) -> list[CompiledRule]:
+        return [trial.rule for trial in self.trials if trial.holds(view)]
 
 
 class _Field:

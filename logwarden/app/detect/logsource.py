@@ -136,7 +136,7 @@ _AUDIT_REGISTRY_ALIASES = _WINDOWS_COMMON + tuple(
     ("TargetObject", _audit_registry_target), ("Details", "NewValue"))
 
 
-_ROUTES_SEEN: dict[tuple, Route] = {}  # by the raw values, so that a known kind of event costs one lookup
+_ROUTES_SEEN: dict[tuple, Route] = {}  # the route of each kind of event, by its raw values: one lookup (bounded)
 
 
 def windows_route(event: Event) -> Route:
@@ -160,7 +160,6 @@ def windows_route(event: Event) -> Route:
     return route
 
 
-@functools.lru_cache(maxsize=2048)
 def _windows_route(channel: str, provider: str, event_id: int | None, detail: str) -> Route:
     services = set(CHANNEL_SERVICES.get(channel, ()))
     if not channel and provider in _PROVIDER_SERVICES:  # some exports drop the channel

@@ -31,7 +31,8 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from logwarden.app.detect.compile import Atom, CompileError, Matcher, compile_condition, gate_clauses
+from logwarden.app.detect.compile import (Atom, CompileError, Matcher, compile_condition, condition_fields,
+                                         gate_clauses)
 from logwarden.app.detect.logsource import unroutable
 from logwarden.app.detect.taxonomy import LEVEL_ORDER, risk_of, rule_category, techniques_from_tags
 from logwarden.app.detect.translate import IR_VERSION, Placeholders, RuleIR
@@ -87,6 +88,7 @@ class CompiledRule:
     emits: bool = True  # makes signals itself (else it only feeds correlations)
     match: Matcher | None = None
     clauses: list[frozenset[Atom]] = field(default_factory=list)
+    reads: tuple[str, ...] | None = None  # the fields its matcher reads (None: also the whole event)
     consumers: list[CompiledRule] = field(default_factory=list)  # correlations that reference it
     feeders: list[CompiledRule] = field(default_factory=list)  # the rules a correlation references
 
@@ -330,6 +332,7 @@ def _compile(ir: RuleIR, pack: str) -> CompiledRule:
     if ir.condition is not None:
         rule.match = compile_condition(ir.condition)
         rule.clauses = gate_clauses(ir.condition)
+        rule.reads = condition_fields(ir.condition)
     return rule
 
 
