@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
 from logwarden.app.detect.dispatch import Dispatch
@@ -60,13 +61,13 @@ class _Open:
 
     def to_signal(self) -> Signal:
         rule = self.rule
+        line_numbers = sorted(set(self.lines).union(self.tail))
         return Signal(rule_id=rule.id, title=rule.title, level=rule.level, category=rule.category,
-                      techniques=list(rule.techniques), source=self.source,
-                      line_numbers=sorted(set(self.lines) | set(self.tail)), key=self.key,
-                      description=self._describe(), references=list(rule.ir.references),
-                      falsepositives=list(rule.ir.falsepositives))
+                      techniques=list(rule.techniques), source=self.source, line_numbers=line_numbers,
+                      key=self.key, description=self._describe(len(line_numbers)),
+                      references=list(rule.ir.references), falsepositives=list(rule.ir.falsepositives))
 
-    def _describe(self) -> str:
+    def _describe(self, shown: int) -> str:
         rule = self.rule
         what = f"{self.count} matching line{'s' if self.count != 1 else ''}"
         if self.events != self.count:
@@ -75,7 +76,6 @@ class _Open:
         if value_field and self.distinct:
             what += f", {len(self.distinct)} distinct {value_field}"
         where = f" for {self.key_field}={self.key}" if self.key else ""
-        shown = len(set(self.lines) | set(self.tail))
         capped = f" (line numbers capped at {shown})" if shown < self.count else ""
         return f"{what}{where}{capped}. {rule.description}".strip()
 
@@ -98,7 +98,7 @@ class Detector:
         self._correlations = {r.key: Correlation(r.correlation, r.correlation["rules"], max_groups=max_keys_per_rule)
                               for r in active if r.correlation is not None}
         self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
-        self._clock: dict[str, float] = {}  # last known time per source, for events without ts
+        self._clock: dict[str, datetime] = {}  # last known time per source, for events without ts
 
     @property
     def _states(self) -> dict[str, object]:
@@ -110,15 +110,20 @@ class Detector:
         opened: dict[tuple[str, str, str], _Open] = {}
         finished: list[_Open] = []
         dispatches = self._dispatch
+        clock = self._clock
         for event in events:
-            t = self._time(event)
+            if event.ts is not None:
+                clock[event.source] = event.ts
             route = route_of(event)
             dispatch = dispatches.get(route)
             if dispatch is None:
                 dispatch = dispatches[route] = self._build(route)
             view = EventView(event, dispatch.aliases)
-            for rule in dispatch.matches(view):
-                self._matched(rule, view, t, opened, finished)
+            matched = dispatch.matches(view)
+            if matched:
+                t = self._time(event)
+                for rule in matched:
+                    self._matched(rule, view, t, opened, finished)
         finished.extend(opened.values())
         signals = [o.to_signal() for o in finished]
         return sorted(signals, key=lambda s: (s.source, s.line_numbers[0] if s.line_numbers else 0, s.rule_id))
@@ -128,12 +133,10 @@ class Detector:
                          for rule in rules], route)
 
     def _time(self, event: Event) -> float:
-        # Events without a timestamp inherit the last one seen in their source (lines are in order).
-        if event.ts is not None:
-            t = event.ts.timestamp()
-            self._clock[event.source] = t
-            return t
-        return self._clock.get(event.source, 0.0)
+        """The event's time; one without a timestamp inherits the last one seen in its source (lines
+        are in order). Converted only for events a rule matched: most events match none."""
+        ts = event.ts if event.ts is not None else self._clock.get(event.source)
+        return ts.timestamp() if ts is not None else 0.0
 
     def _matched(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
         if rule.emits:

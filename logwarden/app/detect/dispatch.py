@@ -17,7 +17,7 @@ from typing import Any
 
 from logwarden.app.detect.logsource import Route
 from logwarden.app.detect.pack import CompiledRule
-from logwarden.app.detect.regex import LiteralSet
+from logwarden.app.detect.regex import shared_literal_set
 from logwarden.app.detect.view import ATTRIBUTE_FIELDS, DERIVED_FIELDS, EventView, lower_text, rendered
 
 _MEMO_MAX = 8192  # values remembered per screened field, hit patterns per dispatch
@@ -118,11 +118,12 @@ class _Field:
 
     __slots__ = ("name", "eq", "literals", "ids", "memo")
 
-    def __init__(self, name: str | None, eq: dict[str, list[int]], sub: dict[str, list[int]]) -> None:
+    def __init__(self, name: str | None, eq: dict[str, list[int]], sub: dict[str, list[int]], *,
+                 caseless: bool = False) -> None:
         self.name = name
         self.eq = {text: frozenset(ids) for text, ids in eq.items()}
         literals = sorted(sub)
-        self.literals = LiteralSet(literals) if literals else None
+        self.literals = shared_literal_set(tuple(literals), caseless=caseless) if literals else None
         self.ids = [frozenset(sub[literal]) for literal in literals]
         self.memo = _Memo()
 
@@ -150,7 +151,7 @@ class _Field:
         return self._scan_one(text)
 
     def _scan_one(self, text: str) -> frozenset[int]:
-        found = self.eq.get(text, _NONE)
+        found = self.eq.get(text, _NONE) if self.eq else _NONE  # (keywords: no equalities, no hashing of a long text)
         if self.literals is not None:
             hits = self.literals.found(text)
             if hits:
@@ -195,17 +196,19 @@ class Dispatch:
         for clause, clause_id in clause_ids.items():
             for kind, name, text in clause:
                 (eq if kind == "eq" else sub).setdefault(name, {}).setdefault(text, []).append(clause_id)
-        # Keywords are screened on the raw line (a JSON event: its record, holding every value).
+        # Keywords are screened on the raw line (a JSON event: its record, holding every value), in
+        # any case: lowering a Windows record first cost as much as the screen (BENCHMARKS.md).
         keywords = sub.pop(None, {})
-        self._keywords = _Field(None, {}, keywords) if keywords else None
+        self._keywords = _Field(None, {}, keywords, caseless=True) if keywords else None
         fields = [_Field(name, eq.get(name, {}), sub.get(name, {})) for name in set(eq) | set(sub)]
         # Fields present in `Event.fields` under their name are screened straight from there (an
         # absent field satisfies no atom: every atom needs a value); aliases, attributes, derived
         # and dotted names through the view.
         self._direct = {f.name: f for f in fields if self._is_direct(f.name)}
-        self._direct_names = frozenset(self._direct)
+        self._spaced_names = frozenset(name for name in self._direct if " " in name)
         self._other = [(f, self._getter(f.name)) for f in fields if not self._is_direct(f.name)]
         self._chosen = _Memo()
+        self._by_answers = _Memo()
 
     def _getter(self, name: str) -> Callable[[EventView], object]:
         """How the screen reads a field that is not in `Event.fields` by that name: an event
@@ -222,18 +225,23 @@ class Dispatch:
         return (name is not None and not (self.aliases and name in self.aliases) and name not in ATTRIBUTE_FIELDS
                 and name not in DERIVED_FIELDS and "." not in name)
 
-    def matches(self, view: EventView) -> list[CompiledRule]:
+    def matches(self, view: EventView) -> Sequence[CompiledRule]:
         """The rules this event matches."""
-        return self.candidates(view).matches(view)
+        choice = self.candidates(view)
+        return choice.matches(view) if choice.trials else ()  # most events pass no gate
 
     def candidates(self, view: EventView) -> _Choice:
         """The rules that the gate clauses this event satisfies let through."""
         fields = view.fields
         direct = self._direct
         answers = []
-        for name in fields.keys() & self._direct_names:
-            value = fields[name]
-            field = direct[name]
+        spaced = False
+        for name, value in fields.items():
+            field = direct.get(name)
+            if field is None:
+                if " " in name:
+                    spaced = True
+                continue
             if type(value) is str:  # `field.clauses(value)`, inline for the common case: a value seen before
                 memo = field.memo
                 memo.lookups += 1
@@ -244,21 +252,32 @@ class Dispatch:
                 found = field.clauses(value)
             if found:
                 answers.append(found)
+        if self._spaced_names and not spaced:  # a name with a space that a rule reads as it is
+            spaced = not fields.keys().isdisjoint(self._spaced_names)
+        if spaced and view.event.format == "windows":  # Defender's "Threat Name": Sigma's ThreatName
+            answers += [direct[name].clauses(value) for name, value in view.add_spaceless_names().items()
+                        if name in direct]
         if self._other:
             answers += [f.clauses(get(view)) for f, get in self._other]
         if self._keywords is not None:
-            answers.append(self._keywords._scan(view.event.raw.lower()))
-        hits = _NONE.union(*answers)
-        memo = self._chosen
-        table = memo.table
-        if table is not None:
-            memo.lookups += 1
-            chosen = table.get(hits)
-            if chosen is not None:
-                return chosen
-        chosen = _Choice(self._choose(hits))
-        memo.store(hits, chosen)
+            raw = view.event.raw
+            # (Python lowers some non-ASCII letters to two characters: for those, exactly as the rules
+            # do; a keyword searches the text as logged, message codes not rendered)
+            answers.append(self._keywords._scan_one(raw if raw.isascii() else raw.lower()))
+        # The rules to try, remembered by the answers themselves (objects the field memos keep, whose
+        # hashes are cached), then by their union, which would cost a set and its hash every event.
+        key = tuple(answers)
+        by_answers = self._by_answers
+        by_answers.lookups += 1
+        chosen = by_answers.known.get(key)
+        if chosen is None:
+            hits = _NONE.union(*answers)
+            chosen = self._chosen.recall(hits, self._choice, hits)
+            by_answers.store(key, chosen)
         return chosen
+
+    def _choice(self, hits: frozenset[int]) -> _Choice:
+        return _Choice(self._choose(hits))
 
     def _choose(self, hits: frozenset[int]) -> list[_Trial]:
         """The rules all of whose clauses are among the hits, and the rules without a gate."""

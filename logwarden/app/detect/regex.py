@@ -13,7 +13,9 @@ prefilter). Knows nothing about rules or events: `compile_safe(pattern, flags)` 
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Sequence
 
 import re2
 import regex
@@ -106,10 +108,20 @@ class PatternSet:
 
 
 class LiteralSet(PatternSet):
-    """Which of many literals occur in a text (RE2::Set over the escaped literals)."""
+    """Which of many literals occur in a text (RE2::Set over the escaped literals); `caseless`: in
+    any case (for ASCII text, cheaper than lowering a long text first)."""
 
     __slots__ = ("literals",)
 
-    def __init__(self, literals: list[str]) -> None:
+    def __init__(self, literals: Sequence[str], *, caseless: bool = False) -> None:
         self.literals = literals
-        super().__init__([re2.escape(literal) for literal in literals])
+        flags = "(?i)" if caseless else ""
+        super().__init__([flags + re2.escape(literal) for literal in literals])
+
+
+@functools.lru_cache(maxsize=1024)
+def shared_literal_set(literals: tuple[str, ...], *, caseless: bool = False) -> LiteralSet:
+    """One compiled `LiteralSet` per distinct list of literals: logsources share fields and keyword
+    rules (SigmaHQ's Mimikatz keywords apply to every Windows logsource), and compiling the same
+    set again for each of them was half the time to build the detector's dispatches."""
+    return LiteralSet(literals, caseless=caseless)

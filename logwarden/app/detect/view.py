@@ -99,15 +99,6 @@ def rendered(text: str) -> str:
     return _MESSAGE_CODE.sub(lambda m: MESSAGE_STRINGS.get(m.group(1), m.group(0)), text)
 
 
-def _sigma_keys(event: Event) -> dict[str, Any]:
-    """A Windows event's fields as Sigma rules name them: EventData names with spaces (Defender's
-    "Threat Name") also without ("ThreatName")."""
-    fields = event.fields
-    if event.format == "windows" and " " in "".join(fields):
-        return fields | {key.replace(" ", ""): value for key, value in fields.items() if " " in key}
-    return fields
-
-
 def with_message_text(value: Any) -> Any:
     """A value holding `%%NNNN` message codes, also as its text: the pair is a list, so a rule
     matches when either form does (Windows events; elsewhere the codes are not there)."""
@@ -140,7 +131,7 @@ class EventView:
 
     def __init__(self, event: Event, aliases: dict[str, Alias] | None = None) -> None:
         self.event = event
-        self.fields = _sigma_keys(event)  # the event's fields under the names Sigma rules use
+        self.fields = event.fields  # under the names Sigma rules use (see `add_spaceless_names`)
         self.aliases = aliases  # the logsource's Sigma name → field (or function of the event)
         self._values: dict[str, Any] = {}
         self._lower: dict[str, Any] = {}
@@ -148,31 +139,41 @@ class EventView:
         self._record: Any = _MISSING
         self._haystack: str | None = None
 
+    def add_spaceless_names(self) -> dict[str, Any]:
+        """A Windows event's EventData names with spaces (Defender's "Threat Name") also without
+        ("ThreatName"), as Sigma rules name them. The detector's screen calls this when it meets a
+        name with a space (it reads every name anyway). Returns the names added."""
+        added = {key.replace(" ", ""): value for key, value in self.fields.items() if " " in key}
+        self.fields = self.fields | added
+        self._values.clear()
+        return added
+
+    # Each value is worked out once per event and kept. (A lookup that misses is told by a sentinel,
+    # not by catching KeyError: most fields are read once per event, and a raised KeyError cost
+    # ~1 µs, three of them for a field's first lowercase read.)
+
     def get(self, name: str) -> Any:
         """The field's value, or None when the event has no such field."""
-        try:
-            return self._values[name]
-        except KeyError:
+        value = self._values.get(name, _MISSING)
+        if value is _MISSING:
             value = self._values[name] = self._resolve(name)
-            return value
+        return value
 
     def lower(self, name: str) -> str | tuple[str, ...] | None:
         """The field as lowercase text (a tuple for a list), None when absent."""
-        try:
-            return self._lower[name]
-        except KeyError:
+        text = self._lower.get(name, _MISSING)
+        if text is _MISSING:
             text = self.cased(name)
             if text is not None:
                 text = text.lower() if type(text) is str else tuple(t.lower() for t in text)
             self._lower[name] = text
-            return text
+        return text
 
     def cased(self, name: str) -> str | tuple[str, ...] | None:
-        try:
-            return self._cased[name]
-        except KeyError:
+        text = self._cased.get(name, _MISSING)
+        if text is _MISSING:
             text = self._cased[name] = to_text(self.get(name))
-            return text
+        return text
 
     def haystack(self) -> str:
         """What a keyword (field-less) detection searches: the raw line of a text log; the message
