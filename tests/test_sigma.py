@@ -127,6 +127,39 @@ def test_keywords_search_the_whole_event(tmp_path):
     line = "Mar 10 07:30:00 web1 sshd[811]: Accepted password for root from 10.1.2.3 port 51000 ssh2"
     assert fires(syslog, list(parse_lines(log_lines([line]), "syslog")))
 
+    # the screen reads the raw line in any case; a non-ASCII line is lowered as the rule lowers it
+    assert fires(path, [sysmon({"Image": CMD, "CommandLine": "Ünïcode.exe GentilKiwi"})])
+
+
+def test_defender_names_with_spaces_are_read_under_sigmas_names_too(tmp_path):
+    """Defender's EventData says "Threat Name"; SigmaHQ's rules say ThreatName (and some rules the
+    name as logged). Both fire, also when another rule of the logsource reads the spaced name."""
+    defender = "logsource: {product: windows, service: windefend}"
+    path = pack(tmp_path, rule("selection:\n  ThreatName|contains: Mimikatz\ncondition: selection", logsource=defender),
+                rule("selection:\n  Threat Name|contains: EICAR\ncondition: selection", name="spaced",
+                     logsource=defender))
+    record = {"Event": {"System": {"Provider": {"#attributes": {"Name": "Microsoft-Windows-Windows Defender"}},
+                                   "EventID": 1116, "Channel": "Microsoft-Windows-Windows Defender/Operational",
+                                   "Computer": "WS1", "TimeCreated": {"#attributes": {"SystemTime": T0.isoformat()}}},
+                        "EventData": {"Threat Name": "HackTool:Win32/Mimikatz.D", "Severity": "5"}}}
+    [event] = parse_lines(log_lines([json.dumps(record)], "defender.json"), "windows")
+    assert fires(path, [event])
+    record["Event"]["EventData"]["Threat Name"] = "Virus:DOS/EICAR_Test_File"
+    [eicar] = parse_lines(log_lines([json.dumps(record)], "defender.json"), "windows")
+    assert fires(path, [eicar], rule_id="spaced") and not fires(path, [eicar])
+
+
+def test_a_route_keeps_its_hash_across_pickling():
+    """A route hashes once (the detector looks one up per event); a string's hash differs between
+    processes, so an unpickled route computes its own."""
+    import pickle
+
+    from logwarden.app.detect.logsource import route_of
+
+    route = route_of(sysmon({"Image": CMD}))
+    again = pickle.loads(pickle.dumps(route))
+    assert again == route and hash(again) == hash(route) and {route: 1}[again] == 1
+
 
 @pytest.mark.parametrize("condition, expected", [
     ("sel_a and sel_b", False), ("sel_a or sel_b", True), ("sel_a and not sel_b", True),
