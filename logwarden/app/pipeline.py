@@ -92,7 +92,7 @@ class RunMetrics:
     llm_calls: int = 0
     llm_failures: int = 0
     windows_split: int = 0  # windows sent as more than one prompt
-    rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window
+    rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window with a digest (not rules-only)
     rare_lines_llm: int = 0  # ... in the windows sent to the model
     rare_lines_shown: int = 0  # ... shown to the model in some prompt
     findings: int = 0
@@ -138,11 +138,12 @@ class RunMetrics:
         return self.entities_ungrounded / self.entities_named if self.entities_named else None
 
     @property
-    def compression_ratio(self) -> float:
-        """Raw size ÷ prompt size (how many times smaller the model's input is)."""
+    def compression_ratio(self) -> float | None:
+        """Raw size ÷ prompt size (how many times smaller the model's input is); None when no
+        digest was built (rules-only runs build none: no model would read it)."""
         if self.prompt_tokens:
             return self.raw_tokens / self.prompt_tokens
-        return self.raw_chars / self.digest_chars if self.digest_chars else 0.0
+        return self.raw_chars / self.digest_chars if self.digest_chars else None
 
 
 Progress = Callable[[str, int], None]  # (counter name, increment)
@@ -337,10 +338,13 @@ class Pipeline:
     def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
         self.metrics.windows += 1
         self.progress("windows", 1)
+        if self.engine is None:  # rules only: no model reads a digest, so none is built
+            self._store_window(window, signals, None)
+            return
         digest = build_digest(window, miner, signals)
         self.metrics.rare_lines += len(digest.rare)
         text = digest.render()
-        if self.engine is None or not self._wants_llm(window, signals, text):
+        if not self._wants_llm(window, signals, text):
             self.metrics.digest_chars += len(text)
             self._store_window(window, signals, None)
             return
