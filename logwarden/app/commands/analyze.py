@@ -141,8 +141,7 @@ class _progress:
             self.progress.advance(self.task, n)
             return
         self.counts[name] = self.counts.get(name, 0) + n
-        if name != "lines" or self.counts["lines"] % 2000 == 0:
-            self.progress.update(self.task, description=self._text())
+        self.progress.update(self.task, description=self._text())  # lines come a window at a time
 
     def _text(self) -> str:
         return " ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in self.counts.items())
