@@ -207,11 +207,13 @@ def windows(events: Iterable[Event], miner: SourceMiner, *, source: str, inode: 
     current = Window(source, inode, fmt, generation=generation)
     last_ts: datetime | None = None
     for event in events:
-        if current.events and (len(current.events) >= max_lines or _gap_seconds(last_ts, event.ts) > max_gap_s):
+        ts = event.ts
+        gap = 0.0 if ts is last_ts else _gap_seconds(last_ts, ts)  # syslog lines of one second share one time
+        if current.events and (len(current.events) >= max_lines or gap > max_gap_s):
             yield current
             current = Window(source, inode, fmt, generation=generation)
         current.events.append(event)
         current.cluster_ids.append(miner.add(mined_text(event)))
-        last_ts = event.ts or last_ts
+        last_ts = ts or last_ts
     if current.events:
         yield current

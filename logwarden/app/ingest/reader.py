@@ -296,15 +296,15 @@ class _LineSplitter:
 
 def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
               dropped: int) -> LogLine:
-    if raw[-1:] == b"\n":
-        raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+    if raw.endswith(b"\n"):
+        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     if b"\x00" in raw:  # NUL padding or injected NULs: keep the line, lose the NULs
         raw = raw.replace(b"\x00", b"")
     text = raw.decode("utf-8", "replace")
     if dropped:
         text = f"{text.rstrip(chr(13))}… [truncated {dropped} bytes]"
-    return LogLine(source=source, inode=inode, offset=offset, line_no=line_no, text=text,
-                   truncated=bool(dropped))
+    # positional: a dataclass's __init__ with keywords costs twice as much, once per line
+    return LogLine(source, inode, offset, line_no, text, bool(dropped))
 
 
 def _decompressing(raw: BinaryIO) -> BinaryIO:
