@@ -150,8 +150,8 @@ class SourceMiner:
 
 def mined_text(event: Event) -> str:
     """What the miner sees: the message without timestamp/host noise; programs kept apart."""
-    prefix = f"{event.program}: " if event.program else ""
-    return prefix + (event.message or event.raw)
+    text = event.message or event.raw
+    return f"{event.program}: {text}" if event.program else text
 
 
 @dataclass(slots=True)
@@ -165,6 +165,7 @@ class Window:
     cluster_ids: list[int] = field(default_factory=list)  # parallel to events
     generation: int = 0  # of the source: a copytruncated file restarts at line 1 as the next generation
     _host: tuple[str | None] | None = field(default=None, repr=False, compare=False)  # host(), once complete
+    _clusters: dict[int, int] | None = field(default=None, repr=False, compare=False)  # cluster_of_line(), once complete
 
     @property
     def line_start(self) -> int:
@@ -185,6 +186,13 @@ class Window:
     @property
     def raw_chars(self) -> int:
         return sum(len(e.raw) + 1 for e in self.events)
+
+    def cluster_of_line(self) -> dict[int, int]:
+        """Line number → cluster id; built once (each record's evidence asks), so only ask a window
+        `windows()` has yielded."""
+        if self._clusters is None:
+            self._clusters = {e.line_no: cid for e, cid in zip(self.events, self.cluster_ids)}
+        return self._clusters
 
     def host(self) -> str | None:
         """The most frequent host; computed once (the digest and every record ask), so only ask a

@@ -109,12 +109,12 @@ def _truncation_hint(lines: list[LogLine]) -> str:
 
 
 def _decide(head: list[LogLine], path: str | None, fmt: str | None) -> FormatDecision:
-    decision = detect_format([line.text for line in head], path)
     if fmt is None:
-        return decision
+        return detect_format([line.text for line in head], path)
     make_parser(fmt)  # fail now for an unknown name
-    # a JSON document stays a document when the user names its JSON kind
-    whole = decision.whole_file and fmt in _JSON_KINDS
+    # A JSON document stays a document when the user names its JSON kind; for any other format the
+    # sample is not scored (the watcher names the format of every batch after the first).
+    whole = fmt in _JSON_KINDS and detect_format([line.text for line in head], path).whole_file
     return FormatDecision(fmt, 1.0, f"{fmt}: chosen by the user", whole_file=whole)
 
 
