@@ -304,6 +304,25 @@ def test_generic_timestamp_heuristics(text, expected):
 
 # --- dispatch and detection ------------------------------------------------------------------
 
+def test_a_parser_bug_makes_one_generic_event_and_every_line_keeps_its_place_across_runs(monkeypatch, caplog):
+    from logwarden.app.parse import PARSE_RUN
+    from logwarden.app.parse.syslog import SyslogParser
+
+    real = SyslogParser.parse
+
+    def buggy(self, line):
+        if line.line_no == PARSE_RUN + 3:
+            raise ValueError("bug")
+        return real(self, line)
+
+    monkeypatch.setattr(SyslogParser, "parse", buggy)
+    texts = [f"Mar  3 10:00:{i % 60:02d} h cron[{i}]: line {i}" for i in range(1, 2 * PARSE_RUN + 10)]
+    events = parse(texts, "syslog")
+    assert [e.line_no for e in events] == list(range(1, len(texts) + 1))
+    assert [e.format for e in events].count("generic") == 1 and events[PARSE_RUN + 2].format == "generic"
+    assert "parser failed" in caplog.text
+
+
 def test_parse_lines_unknown_format_raises_input_error_naming_the_choices():
     with pytest.raises(InputError, match="syslog"):
         parse_lines([], "evtx-binary")

