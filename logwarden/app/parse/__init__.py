@@ -71,19 +71,16 @@ def _parse_all(lines: Iterable[LogLine], chain: list[Parser],
 
 
 def _parse_safely(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
+    """The event of the first parser of the chain that reads the line, else a generic one."""
     try:
-        return _parse_one(line, chain, fallback)
+        for parser in chain:
+            event = parser.parse(line)
+            if event is not None:
+                return event
+        return fallback.parse(line)
     except Exception:  # a parser bug must not stop a run: the line is still accounted for
         log.exception("parser failed on %s:%s", line.source, line.line_no)
         return new_event(line, "generic", message=line.text)
-
-
-def _parse_one(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
-    for parser in chain:
-        event = parser.parse(line)
-        if event is not None:
-            return event
-    return fallback.parse(line)
 
 
 def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
