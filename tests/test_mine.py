@@ -2,6 +2,8 @@
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from logwarden.app.mine import CombinedMasking, SourceMiner, windows
 from logwarden.app.models import Event
 
@@ -20,6 +22,22 @@ def test_masking_names_ips_numbers_users_paths():
     masked = CombinedMasking().mask("Failed password for invalid user admin from 203.0.113.7 port 52211 ssh2 "
                                     "file /etc/passwd uid=0x1f", "<", ">")
     assert masked == ("Failed password for invalid user <USER> from <IP> port <NUM> ssh2 file <PATH> uid=<HEX>")
+
+
+@pytest.mark.parametrize("text, masked", [
+    ("session opened for user root(uid=0) by (uid=0)", "session opened for user <USER>(uid=<NUM>) by (uid=<NUM>)"),
+    ("user user bob port 22 user", "user <USER> <USER> port <NUM> user"),
+    ("New session 1234 of user root.", "New session <NUM> of user <USER>"),
+    # digits: a number below hash length, a hash at 32; Arabic-Indic digits are numbers too; "22." is not
+    ("id 12345678901234567890123456789012 pid 0042 -5 +7 1.5 ١٢٣ 22.", "id <HASH> pid <NUM> <NUM> <NUM> <NUM> <NUM> 22."),
+    ("user=alice USER=root user", "user=<USER> USER=<USER> user"),
+    ("Received disconnect from 10.0.8.15 port 48530:11: disconnected by user",
+     "Received disconnect from <IP> port <NUM>:<NUM>: disconnected by user"),
+])
+def test_masking_the_same_text_twice_gives_the_same_template(text, masked):
+    masking = CombinedMasking()
+    assert masking.mask(text, "<", ">") == masked
+    assert masking.mask(text, "<", ">") == masked  # from the token cache
 
 
 def test_failed_password_and_disconnect_stay_apart():

@@ -79,6 +79,26 @@ def test_year_rolls_over_even_when_the_reference_time_is_before_new_year():
     assert [e.ts.year for e in events] == [2023, 2024, 2024]
 
 
+def test_lines_sharing_a_stamp_share_its_time_also_across_new_year_and_when_impossible():
+    lines = ["Dec 31 23:59:58 h cron[1]: a", "Jan  1 00:00:03 h cron[1]: b", "Jan  1 00:00:03 h cron[1]: c",
+             "Feb 30 10:00:00 h cron[1]: d", "Feb 30 10:00:00 h cron[1]: e", "Jan  1 00:00:03 h cron[1]: f"]
+    events = parse(lines, "syslog", reference_time=datetime(2023, 12, 31, 23, 59, 59))
+    assert [e.ts.year if e.ts else None for e in events] == [2023, 2024, 2024, None, None, 2024]
+    assert [e.fields.get("timestamp_invalid") for e in events[3:5]] == ["Feb 30 10:00:00"] * 2
+
+
+@pytest.mark.parametrize("message, fields", [
+    ("login attempt FAILED user=bob from 10.1.1.1", {"src_ip": "10.1.1.1", "user": "bob"}),
+    ("Bad Credentials for username: carol ip=10.1.1.2", {"src_ip": "10.1.1.2", "user": "carol"}),
+    ("authentication faİl: user=josé from 10.1.1.3", {"src_ip": "10.1.1.3", "user": "josé"}),  # Unicode case folding
+    ("login ok user=dave from 10.1.1.4", {}),
+])
+def test_application_login_failures_give_address_and_account(message, fields):
+    from logwarden.app.parse.messages import message_fields
+
+    assert message_fields("myapp", message) == fields
+
+
 def test_feb_29_is_valid_in_a_leap_year():
     (event,) = parse(["Feb 29 08:00:00 h sshd[3]: ok"], "syslog",
                      reference_time=datetime(2024, 3, 1))
@@ -283,6 +303,25 @@ def test_generic_timestamp_heuristics(text, expected):
 
 
 # --- dispatch and detection ------------------------------------------------------------------
+
+def test_a_parser_bug_makes_one_generic_event_and_every_line_keeps_its_place_across_runs(monkeypatch, caplog):
+    from logwarden.app.parse import PARSE_RUN
+    from logwarden.app.parse.syslog import SyslogParser
+
+    real = SyslogParser.parse
+
+    def buggy(self, line):
+        if line.line_no == PARSE_RUN + 3:
+            raise ValueError("bug")
+        return real(self, line)
+
+    monkeypatch.setattr(SyslogParser, "parse", buggy)
+    texts = [f"Mar  3 10:00:{i % 60:02d} h cron[{i}]: line {i}" for i in range(1, 2 * PARSE_RUN + 10)]
+    events = parse(texts, "syslog")
+    assert [e.line_no for e in events] == list(range(1, len(texts) + 1))
+    assert [e.format for e in events].count("generic") == 1 and events[PARSE_RUN + 2].format == "generic"
+    assert "parser failed" in caplog.text
+
 
 def test_parse_lines_unknown_format_raises_input_error_naming_the_choices():
     with pytest.raises(InputError, match="syslog"):

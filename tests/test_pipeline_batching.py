@@ -105,3 +105,11 @@ def test_every_answered_batch_is_committed_so_a_crash_loses_only_the_batch_in_fl
     assert store.get_source(str(auth), auth.stat().st_ino) is None  # the file's offset was not
     Pipeline(store, CountingEngine(), RunOptions(llm_policy="all", max_batch=1, window_max_lines=5, resume=True)).analyze([auth])
     assert sum(w.line_count for w in store.list_windows(source=str(auth))) == counts["auth.log"]
+
+
+def test_a_model_run_reports_its_compression_ratio(logs, tmp_path):
+    folder, _ = logs
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    metrics = run(store, CountingEngine(), folder)
+    assert metrics.prompt_tokens and metrics.compression_ratio == metrics.raw_tokens / metrics.prompt_tokens
+    assert metrics.rare_lines > 0

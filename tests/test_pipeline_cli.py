@@ -38,6 +38,9 @@ def test_analyze_rules_only_stores_records_windows_and_errors(logs, tmp_path):
     assert len(out["records"]) == len(records)
     errors = store.list_errors()
     assert any("broken.log.gz" in e.source for e in errors)
+    # no model reads a digest in a rules-only run: none is built, so there is no compression ratio
+    assert out["metrics"]["compression_ratio"] is None and out["metrics"]["digest_chars"] == 0
+    assert "n/a" in result.stderr
 
 
 def test_every_line_is_accounted_for_by_windows(logs, tmp_path):

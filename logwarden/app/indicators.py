@@ -14,6 +14,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from logwarden.app.models import Event
@@ -104,6 +105,7 @@ class _Collector:
                                     self.processes))
 
 
+@lru_cache(maxsize=4096)  # the same few addresses recur in every record; ipaddress parses slowly
 def normalize_ip(text: str) -> str | None:
     """The canonical address, or None if `text` is not a usable IP (unspecified addresses are not)."""
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -56,15 +56,19 @@ class CombinedMasking(AbstractMaskingInstruction):
 
     CACHE_MAX = 200_000
 
-    def __init__(self, rules: Sequence[tuple[str, str]] = MASKING_RULES):
+    def __init__(self) -> None:
         super().__init__("*")
-        self._names = [name for name, _ in rules]
-        self.regex = re.compile("|".join(f"(?P<g{i}>{pattern})" for i, (_, pattern) in enumerate(rules)))
+        self._names = [name for name, _ in MASKING_RULES]
+        self.regex = re.compile("|".join(f"(?P<g{i}>{pattern})" for i, (_, pattern) in enumerate(MASKING_RULES)))
         self._cache: dict[str, str] = {}
 
     def _mask_token(self, token: str, prefix: str, suffix: str) -> str:
         masked = self._cache.get(token)
         if masked is None:
+            if len(token) < 32 and token.isdigit() and token.isascii():
+                # Ports, ids, counts: half the tokens the cache misses. Only the NUM rule can
+                # match a run of digits shorter than a hash, and it matches all of it.
+                return f"{prefix}NUM{suffix}"
             masked = self.regex.sub(lambda m: f"{prefix}{self._names[int(m.lastgroup[1:])]}{suffix}", token)
             if len(self._cache) >= self.CACHE_MAX:
                 self._cache.clear()
@@ -72,17 +76,20 @@ class CombinedMasking(AbstractMaskingInstruction):
         return masked
 
     def mask(self, content: str, mask_prefix: str, mask_suffix: str) -> str:
-        out: list[str] = []
-        after_user = False
-        for token in content.split():
-            name = _USER_NAME.match(token) if after_user else None
-            if name:  # "user root(uid=0)" → "user <USER>(uid=<NUM>)"
-                rest = token[name.end():]
-                out.append(f"{mask_prefix}USER{mask_suffix}" + (self._mask_token(rest, mask_prefix, mask_suffix) if rest else ""))
-            else:
-                out.append(self._mask_token(token, mask_prefix, mask_suffix))
-            after_user = token == "user"
+        tokens = content.split()
+        cached = self._cache.get  # most tokens repeat: a lookup each, no call
+        out = [cached(token) or self._mask_token(token, mask_prefix, mask_suffix) for token in tokens]
+        if "user" in tokens:
+            self._mask_user_names(tokens, out, mask_prefix, mask_suffix)
         return " ".join(out)
+
+    def _mask_user_names(self, tokens: list[str], out: list[str], prefix: str, suffix: str) -> None:
+        """The token after "user" starts with a user name: "user root(uid=0)" → "user <USER>(uid=<NUM>)"."""
+        for i in range(1, len(tokens)):
+            name = _USER_NAME.match(tokens[i]) if tokens[i - 1] == "user" else None
+            if name:
+                rest = tokens[i][name.end():]
+                out[i] = f"{prefix}USER{suffix}" + (self._mask_token(rest, prefix, suffix) if rest else "")
 
 
 def _miner_config() -> TemplateMinerConfig:
@@ -143,8 +150,8 @@ class SourceMiner:
 
 def mined_text(event: Event) -> str:
     """What the miner sees: the message without timestamp/host noise; programs kept apart."""
-    prefix = f"{event.program}: " if event.program else ""
-    return prefix + (event.message or event.raw)
+    text = event.message or event.raw
+    return f"{event.program}: {text}" if event.program else text
 
 
 @dataclass(slots=True)
@@ -158,6 +165,7 @@ class Window:
     cluster_ids: list[int] = field(default_factory=list)  # parallel to events
     generation: int = 0  # of the source: a copytruncated file restarts at line 1 as the next generation
     _host: tuple[str | None] | None = field(default=None, repr=False, compare=False)  # host(), once complete
+    _clusters: dict[int, int] | None = field(default=None, repr=False, compare=False)  # cluster_of_line(), once complete
 
     @property
     def line_start(self) -> int:
@@ -178,6 +186,13 @@ class Window:
     @property
     def raw_chars(self) -> int:
         return sum(len(e.raw) + 1 for e in self.events)
+
+    def cluster_of_line(self) -> dict[int, int]:
+        """Line number → cluster id; built once (each record's evidence asks), so only ask a window
+        `windows()` has yielded."""
+        if self._clusters is None:
+            self._clusters = {e.line_no: cid for e, cid in zip(self.events, self.cluster_ids)}
+        return self._clusters
 
     def host(self) -> str | None:
         """The most frequent host; computed once (the digest and every record ask), so only ask a
@@ -200,11 +215,13 @@ def windows(events: Iterable[Event], miner: SourceMiner, *, source: str, inode: 
     current = Window(source, inode, fmt, generation=generation)
     last_ts: datetime | None = None
     for event in events:
-        if current.events and (len(current.events) >= max_lines or _gap_seconds(last_ts, event.ts) > max_gap_s):
+        ts = event.ts
+        gap = 0.0 if ts is last_ts else _gap_seconds(last_ts, ts)  # syslog lines of one second share one time
+        if current.events and (len(current.events) >= max_lines or gap > max_gap_s):
             yield current
             current = Window(source, inode, fmt, generation=generation)
         current.events.append(event)
         current.cluster_ids.append(miner.add(mined_text(event)))
-        last_ts = event.ts or last_ts
+        last_ts = ts or last_ts
     if current.events:
         yield current

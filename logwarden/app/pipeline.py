@@ -32,7 +32,7 @@ from logwarden.app.ingest import (
     iter_files, next_generation, read_head, source_name,
 )
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.models import ErrorRow, Event, LogLine, Signal
+from logwarden.app.models import ErrorRow, LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
 from logwarden.app.store import SourceState, Store, WindowRow
@@ -92,7 +92,7 @@ class RunMetrics:
     llm_calls: int = 0
     llm_failures: int = 0
     windows_split: int = 0  # windows sent as more than one prompt
-    rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window
+    rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window with a digest (not rules-only)
     rare_lines_llm: int = 0  # ... in the windows sent to the model
     rare_lines_shown: int = 0  # ... shown to the model in some prompt
     findings: int = 0
@@ -138,11 +138,12 @@ class RunMetrics:
         return self.entities_ungrounded / self.entities_named if self.entities_named else None
 
     @property
-    def compression_ratio(self) -> float:
-        """Raw size ÷ prompt size (how many times smaller the model's input is)."""
+    def compression_ratio(self) -> float | None:
+        """Raw size ÷ prompt size (how many times smaller the model's input is); None when no
+        digest was built (rules-only runs build none: no model would read it)."""
         if self.prompt_tokens:
             return self.raw_tokens / self.prompt_tokens
-        return self.raw_chars / self.digest_chars if self.digest_chars else 0.0
+        return self.raw_chars / self.digest_chars if self.digest_chars else None
 
 
 Progress = Callable[[str, int], None]  # (counter name, increment)
@@ -286,7 +287,7 @@ class Pipeline:
             log.info("%s: %s", source, decision.reason)
         fmt = decision.name
         miner, detector = self._source_state(source, inode)
-        for window in windows(self._counted(events), miner, source=source, inode=inode, fmt=fmt,
+        for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
             self._window(window, detector.scan(window.events), miner)
@@ -324,23 +325,17 @@ class Pipeline:
                 self.metrics.truncated_lines += item.truncated
                 yield item
 
-    def _counted(self, events: Iterable[Event]) -> Iterator[Event]:
-        for event in events:
-            self.metrics.lines += 1
-            self.metrics.raw_chars += len(event.raw) + 1
-            self.progress("lines", 1)
-            self.progress("bytes", len(event.raw) + 1)
-            yield event
-
     # ---- windows ----------------------------------------------------------------------------
 
     def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
-        self.metrics.windows += 1
-        self.progress("windows", 1)
+        self._count(window)
+        if self.engine is None:  # rules only: no model reads a digest, so none is built
+            self._store_window(window, signals, None)
+            return
         digest = build_digest(window, miner, signals)
         self.metrics.rare_lines += len(digest.rare)
         text = digest.render()
-        if self.engine is None or not self._wants_llm(window, signals, text):
+        if not self._wants_llm(window, signals, text):
             self.metrics.digest_chars += len(text)
             self._store_window(window, signals, None)
             return
@@ -352,6 +347,17 @@ class Pipeline:
             self._flush()
             if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
                 self._commit()
+
+    def _count(self, window: Window) -> None:
+        """A window's lines and characters, counted once it is cut (every line is in one window)."""
+        chars = window.raw_chars
+        self.metrics.windows += 1
+        self.metrics.lines += len(window.events)
+        self.metrics.raw_chars += chars
+        self.metrics.raw_tokens += round(chars / CHARS_PER_TOKEN)
+        self.progress("lines", len(window.events))
+        self.progress("bytes", chars)
+        self.progress("windows", 1)
 
     def _parts(self, digest: Digest) -> list[DigestPart]:
         parts = digest.parts(self.options.prompt_token_budget, self.engine.count_tokens,
@@ -445,7 +451,6 @@ class Pipeline:
         self.metrics.entities_ungrounded += outcome.ungrounded
         if llm is not None:
             self.metrics.windows_llm += 1
-        self.metrics.raw_tokens += round(window.raw_chars / CHARS_PER_TOKEN)
         self._buffer.records += records
         self._buffer.windows.append(WindowRow(
             source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,

@@ -271,7 +271,7 @@ def _events_at(window: Window, lines: Sequence[int]) -> list[Event]:
 
 
 def _evidence(window: Window, events: Sequence[Event], refs: Sequence[str] = ()) -> Evidence:
-    cluster_of = {e.line_no: cid for e, cid in zip(window.events, window.cluster_ids)}
+    cluster_of = window.cluster_of_line()
     shown = list(events[: MAX_EXEMPLARS - 1]) + ([events[-1]] if len(events) >= MAX_EXEMPLARS else [])
     return Evidence(
         line_numbers=[e.line_no for e in events][:MAX_EVIDENCE_LINES],

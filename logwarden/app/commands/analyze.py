@@ -141,8 +141,7 @@ class _progress:
             self.progress.advance(self.task, n)
             return
         self.counts[name] = self.counts.get(name, 0) + n
-        if name != "lines" or self.counts["lines"] % 2000 == 0:
-            self.progress.update(self.task, description=self._text())
+        self.progress.update(self.task, description=self._text())  # lines come a window at a time
 
     def _text(self) -> str:
         return " ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in self.counts.items())
@@ -166,7 +165,7 @@ def _print_summary(m: RunMetrics) -> None:
     rows = [("files", m.files), ("lines read", m.lines), ("lines/s", f"{m.as_dict()['lines_per_s']:,.0f}"),
             ("windows", m.windows), ("windows sent to model", m.windows_llm),
             ("windows skipped by policy", m.windows_skipped_by_policy), ("model calls", m.llm_calls),
-            ("model failures", m.llm_failures), ("compression ratio", f"{m.compression_ratio:.1f}x"),
+            ("model failures", m.llm_failures), ("compression ratio", _ratio(m.compression_ratio)),
             ("records", m.records), ("errors", m.errors)]
     if m.windows_llm:  # what the model was shown, and what it made up
         rows += [("rare lines seen by the model", f"{m.rare_lines_shown:,}/{m.rare_lines_llm:,}"
@@ -183,6 +182,11 @@ def _print_summary(m: RunMetrics) -> None:
     for name, value in rows:
         table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
     err_console.print(table)
+
+
+def _ratio(ratio: float | None) -> str:
+    """A rules-only run builds no digest, so it has no compression ratio."""
+    return "n/a" if ratio is None else f"{ratio:.1f}x"
 
 
 def _print_notes(m: RunMetrics) -> None:

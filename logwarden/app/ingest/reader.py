@@ -22,6 +22,7 @@ import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -99,9 +100,7 @@ def read_complete_lines(path: Path, *, start_offset: int = 0, start_line: int = 
 def read_stream(stream: BinaryIO, *, source: str = "<stdin>",
                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[LogLine]:
     """Lines of an already open binary stream (stdin); inode 0, offsets from the stream start."""
-    reader = _LineSplitter(stream, offset=0, line_no=1, max_line_bytes=max_line_bytes)
-    for offset, line_no, text, dropped, _ in reader:
-        yield _log_line(source, 0, offset, line_no, text, dropped)
+    yield from _LineSplitter(stream, _Cursor(0, 1), source=source, inode=0, max_line_bytes=max_line_bytes)
 
 
 class TailRead:
@@ -122,8 +121,7 @@ class TailRead:
         self.path = Path(path)
         self.source = str(path)
         self.start_offset = start_offset
-        self.end_offset = start_offset
-        self.next_line_no = start_line
+        self._cursor = _Cursor(start_offset, start_line)  # advanced past each line yielded
         self.max_line_bytes = max_line_bytes
         self.final_partial = final_partial
         self.expect = expect
@@ -133,9 +131,16 @@ class TailRead:
         self.changed = False
         self.short = False
         self.held_back = False
-        self.truncated_lines = 0
         self.missing = False  # gone when it was opened (renamed or deleted a moment before)
         self._evtx = False
+
+    @property
+    def end_offset(self) -> int:
+        return self._cursor.offset
+
+    @property
+    def next_line_no(self) -> int:
+        return self._cursor.line_no
 
     @property
     def fingerprint(self) -> Fingerprint | None:
@@ -176,15 +181,16 @@ class TailRead:
         if problem is not None:
             yield problem
             return
-        splitter = _LineSplitter(stream, offset=self.start_offset, line_no=self.next_line_no,
-                                 max_line_bytes=self.max_line_bytes)
+        splitter = _LineSplitter(stream, self._cursor, source=self.source, inode=self.inode,
+                                 max_line_bytes=self.max_line_bytes, final_partial=self.final_partial)
         try:
-            yield from self._lines(splitter)
+            yield from splitter
         except _STREAM_ERRORS as exc:
             error = self._error(self.end_offset, f"damaged or truncated compressed data after "
                                 f"offset {self.end_offset} ({exc}); the lines before it were read")
             error.line_no = self.next_line_no
             yield error
+        self.held_back = splitter.held_back
 
     def _identity_changed(self, stream: BinaryIO) -> bool:
         if self.expect is not None and not self.expect.matches(self.head):
@@ -196,16 +202,6 @@ class TailRead:
         except (OSError, AttributeError, io.UnsupportedOperation):
             return False
         return self.short
-
-    def _lines(self, splitter: _LineSplitter) -> Iterator[LogLine]:
-        for offset, line_no, text, dropped, terminated in splitter:
-            if not terminated and not self.final_partial:
-                self.held_back = True
-                return
-            self.end_offset = splitter.offset
-            self.next_line_no = line_no + 1
-            self.truncated_lines += bool(dropped)
-            yield _log_line(self.source, self.inode, offset, line_no, text, dropped)
 
     def _check_content(self, stream: BinaryIO) -> ErrorRow | None:
         """Sniff the first bytes, then position the stream at `start_offset`."""
@@ -233,6 +229,7 @@ class TailRead:
         source = str(self.path) if isinstance(stream, io.BufferedReader) else io.BytesIO(stream.read())
         records = evtx.PyEvtxParser(source, number_of_threads=1).records_json()
         index = failures = 0
+        cursor = self._cursor
         while failures < _EVTX_MAX_FAILURES:
             try:
                 record = next(records)
@@ -246,8 +243,8 @@ class TailRead:
             if index <= self.start_offset:
                 continue
             text = json.dumps(json.loads(record["data"]), separators=(",", ":"), ensure_ascii=False)
-            yield LogLine(source=self.source, inode=self.inode, offset=index - 1, line_no=self.next_line_no, text=text)
-            self.end_offset, self.next_line_no = index, self.next_line_no + 1
+            yield LogLine(source=self.source, inode=self.inode, offset=index - 1, line_no=cursor.line_no, text=text)
+            cursor.offset, cursor.line_no = index, cursor.line_no + 1
         yield self._error(index, f"gave up after {failures} damaged EVTX chunks")
 
     def _error(self, offset: int | None, message: str) -> ErrorRow:
@@ -255,56 +252,69 @@ class TailRead:
                         message=f"{self.source}: {message}")
 
 
+@dataclass(slots=True)
+class _Cursor:
+    """Where the next line starts (a byte offset; in an EVTX file, a record index) and its number."""
+
+    offset: int
+    line_no: int
+
+
 class _LineSplitter:
-    """Yields (offset, line_no, bytes, dropped_bytes, terminated) per line of a binary stream.
+    """Yields the `LogLine`s of a binary stream from the cursor on, moving it past each line.
 
     Uses the stream's own buffered `readline(limit)` (C speed) and never holds more than
-    `max_line_bytes` of one line in memory. `self.offset` is the offset after the last line.
+    `max_line_bytes` of one line in memory. With `final_partial=False` an unterminated last line
+    is not yielded: `held_back` is set and the cursor stays before it.
     """
 
-    def __init__(self, stream: BinaryIO, *, offset: int, line_no: int, max_line_bytes: int):
+    def __init__(self, stream: BinaryIO, cursor: _Cursor, *, source: str, inode: int, max_line_bytes: int,
+                 final_partial: bool = True):
         self.readline = stream.readline
-        self.offset = offset
-        self.line_no = line_no
+        self.cursor = cursor
+        self.source = source
+        self.inode = inode
         self.max = max_line_bytes
+        self.final_partial = final_partial
+        self.held_back = False
 
-    def __iter__(self) -> Iterator[tuple[int, int, bytes, int, bool]]:
-        readline, limit = self.readline, self.max + 1
+    def __iter__(self) -> Iterator[LogLine]:
+        readline, limit, cursor = self.readline, self.max + 1, self.cursor
+        source, inode = self.source, self.inode
         while raw := readline(limit):
-            start, line_no = self.offset, self.line_no
-            self.offset += len(raw)
-            self.line_no += 1
-            terminated = raw[-1:] == b"\n"
-            if terminated:
-                yield start, line_no, raw, 0, True
-            elif len(raw) < limit:  # end of data without a newline
-                yield start, line_no, raw, 0, False
-            else:
-                dropped, terminated = self._skip_rest()
-                yield start, line_no, raw[:self.max], dropped + len(raw) - self.max, terminated
+            size, dropped, terminated = len(raw), 0, raw[-1:] == b"\n"
+            if not terminated and size == limit:  # over the limit: its head is the line
+                rest, skipped, terminated = self._skip_rest()
+                raw, dropped, size = raw[:self.max], skipped + size - self.max, size + rest
+            if not terminated and not self.final_partial:  # still being written
+                self.held_back = True
+                return
+            line = _log_line(source, inode, cursor.offset, cursor.line_no, raw, dropped)
+            cursor.offset += size
+            cursor.line_no += 1
+            yield line
 
-    def _skip_rest(self) -> tuple[int, bool]:
-        """Consume the rest of an overlong line; returns (content bytes skipped, terminated)."""
-        skipped = 0
+    def _skip_rest(self) -> tuple[int, int, bool]:
+        """Consume the rest of an overlong line: (bytes consumed, content bytes skipped, terminated)."""
+        consumed = 0
         while chunk := self.readline(_SKIP_CHUNK):
-            self.offset += len(chunk)
+            consumed += len(chunk)
             if chunk[-1:] == b"\n":
-                return skipped + len(chunk) - 1, True
-            skipped += len(chunk)
-        return skipped, False
+                return consumed, consumed - 1, True
+        return consumed, consumed, False
 
 
 def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
               dropped: int) -> LogLine:
     if raw[-1:] == b"\n":
         raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
-    if b"\x00" in raw:  # NUL padding or injected NULs: keep the line, lose the NULs
+    if 0 in raw:  # NUL padding or injected NULs: keep the line, lose the NULs (an int: `0 in` is a memchr)
         raw = raw.replace(b"\x00", b"")
     text = raw.decode("utf-8", "replace")
     if dropped:
         text = f"{text.rstrip(chr(13))}… [truncated {dropped} bytes]"
-    return LogLine(source=source, inode=inode, offset=offset, line_no=line_no, text=text,
-                   truncated=bool(dropped))
+    # positional: a dataclass's __init__ with keywords costs twice as much, once per line
+    return LogLine(source, inode, offset, line_no, text, bool(dropped))
 
 
 def _decompressing(raw: BinaryIO) -> BinaryIO:

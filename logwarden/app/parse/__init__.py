@@ -34,6 +34,7 @@ FORMATS: tuple[str, ...] = tuple(PARSERS)
 _FALLBACKS = {"windows": ("json",), "cloudtrail": ("json",)}
 _JSON_KINDS = frozenset(("windows", "cloudtrail", "json"))
 _HEAD_MAX_LINES = 2000  # how far parse_stream looks for SAMPLE_LINES non-empty lines
+PARSE_RUN = 256  # lines read and parsed together before the consumer sees them
 
 __all__ = [
     "FORMATS", "PARSERS", "FormatDecision", "Parser", "detect_format", "make_parser",
@@ -61,20 +62,25 @@ def parse_lines(lines: Iterable[LogLine], fmt: str, *,
 
 def _parse_all(lines: Iterable[LogLine], chain: list[Parser],
                fallback: GenericParser) -> Iterator[Event]:
-    for line in lines:
-        try:
-            yield _parse_one(line, chain, fallback)
-        except Exception:  # a parser bug must not stop a run: the line is still accounted for
-            log.exception("parser failed on %s:%s", line.source, line.line_no)
-            yield new_event(line, "generic", message=line.text)
+    """In runs of `PARSE_RUN` lines: read a run, parse it, hand it on. Each stage's code and data
+    stay warm through a run: ~10% faster end to end than taking every line through reading,
+    parsing and mining alone (bench/watch.py), for at most a run of lines held ahead."""
+    lines = iter(lines)
+    while run := list(itertools.islice(lines, PARSE_RUN)):
+        yield from [_parse_safely(line, chain, fallback) for line in run]
 
 
-def _parse_one(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
-    for parser in chain:
-        event = parser.parse(line)
-        if event is not None:
-            return event
-    return fallback.parse(line)
+def _parse_safely(line: LogLine, chain: list[Parser], fallback: GenericParser) -> Event:
+    """The event of the first parser of the chain that reads the line, else a generic one."""
+    try:
+        for parser in chain:
+            event = parser.parse(line)
+            if event is not None:
+                return event
+        return fallback.parse(line)
+    except Exception:  # a parser bug must not stop a run: the line is still accounted for
+        log.exception("parser failed on %s:%s", line.source, line.line_no)
+        return new_event(line, "generic", message=line.text)
 
 
 def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
@@ -109,12 +115,12 @@ def _truncation_hint(lines: list[LogLine]) -> str:
 
 
 def _decide(head: list[LogLine], path: str | None, fmt: str | None) -> FormatDecision:
-    decision = detect_format([line.text for line in head], path)
     if fmt is None:
-        return decision
+        return detect_format([line.text for line in head], path)
     make_parser(fmt)  # fail now for an unknown name
-    # a JSON document stays a document when the user names its JSON kind
-    whole = decision.whole_file and fmt in _JSON_KINDS
+    # A JSON document stays a document when the user names its JSON kind; for any other format the
+    # sample is not scored (the watcher names the format of every batch after the first).
+    whole = fmt in _JSON_KINDS and detect_format([line.text for line in head], path).whole_file
     return FormatDecision(fmt, 1.0, f"{fmt}: chosen by the user", whole_file=whole)
 
 

@@ -28,6 +28,6 @@ def new_event(line: LogLine, fmt: str, *, ts: datetime | None = None, host: str 
     fields = {} if fields is None else fields
     if line.truncated:  # longer than the ingest limit: only its head was kept (see `raw`'s marker)
         fields["truncated"] = True
-    return Event(source=line.source, line_no=line.line_no, offset=line.offset, raw=line.text,
-                 format=fmt, ts=ts, host=host, program=program, message=message,
-                 fields=fields, inode=line.inode)
+    # positional: a dataclass's __init__ with eleven keywords costs twice as much, once per line
+    return Event(line.source, line.line_no, line.offset, line.text, fmt, ts, host, program, message, fields,
+                 line.inode)

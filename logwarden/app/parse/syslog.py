@@ -23,8 +23,8 @@ from logwarden.app.parse.timestamps import MONTHS, YearGuesser, micros, parse_is
 # tag:  program, optionally "(module)" as in "sshd(pam_unix)", optionally "[pid]", then ':'
 _HOST_TAG_MSG = (r" +(?:([^\s\[\]]*[^\s\[\]:]) +)?"
                  r"(?:([^\s\[\]:]+(?:\([^)\s]*\))?)(?:\[(\d+)\])?: ?)?(.*)")
-_BSD = re.compile(r"(?:<(\d{1,3})>)?([A-Z][A-Za-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
-                  r"(?:\.(\d{1,6}))?" + _HOST_TAG_MSG)
+_BSD = re.compile(r"(?:<(\d{1,3})>)?(([A-Z][A-Za-z]{2}) {1,2}(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+                  r"(?:\.(\d{1,6}))?)" + _HOST_TAG_MSG)  # the second group is the whole stamp
 _ISO_HEAD = re.compile(r"(?:<(\d{1,3})>)?(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
                        r"(?:Z|[+-]\d\d:?\d\d)?)" + _HOST_TAG_MSG)  # +0000: journalctl -o short-iso
 _REPEATED = re.compile(r"message repeated (\d+) times: \[ ?(.*?)\]?$")
@@ -60,6 +60,8 @@ class SyslogParser:
 
     def __init__(self, *, reference_time: datetime | None = None):
         self.years = YearGuesser(reference_time)
+        self._stamp: str | None = None  # the last year-less stamp dated, and its time
+        self._time: datetime | None = None
 
     def parse(self, line: LogLine) -> Event | None:
         first = line.text[:1]
@@ -73,11 +75,16 @@ class SyslogParser:
         match = _BSD.match(line.text)
         if match is None:
             return None
-        _pri, mon, day, hh, mm, ss, frac, host, program, pid, message = match.groups()
+        _pri, stamp, mon, day, hh, mm, ss, frac, host, program, pid, message = match.groups()
         month = MONTHS.get(mon)
         if month is None:
             return None
-        ts = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
+        # Busy logs write many lines a second: date a stamp once. Exact: the year guesser dates the
+        # same stamp twice in a row the same (the New Year rule moves nothing against itself).
+        if stamp != self._stamp:
+            self._stamp = stamp
+            self._time = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
+        ts = self._time
         fields = _fields(program, pid)
         if ts is None:  # Feb 30, 25:00: a damaged or forged stamp; the rest of the line is still syslog
             fields["timestamp_invalid"] = f"{mon} {day} {hh}:{mm}:{ss}"
