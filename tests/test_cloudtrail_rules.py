@@ -507,7 +507,7 @@ def _object(name: str, key: str, second: int, ip: str = "203.0.113.80", bucket: 
              "AuthenticationMethod": "AuthHeader", "x-amz-id-2": "Zm9vYmFy", "bytesTransferredOut": 0} | kw.pop("extra", {})
     return record(name, "s3.amazonaws.com", {"bucketName": bucket, "Host": f"{bucket}.s3.us-east-1.amazonaws.com",
                                              "key": key} | kw.pop("params", {}),
-                  second=second, ip=ip, agent="rclone/v1.65.2", extra=extra, eventCategory="Data", managementEvent=False,
+                  second=second, ip=ip, agent=kw.pop("agent", "rclone/v1.65.2"), extra=extra, eventCategory="Data", managementEvent=False,
                   resources=[{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::{bucket}/{key}"}], **kw)
 
 
@@ -569,3 +569,15 @@ def test_opt_in_region_enabled(rules):
     enable = record("EnableRegion", "account.amazonaws.com", {"RegionName": "ap-east-1"})
     assert hits(rules, [enable], "lw-aws-region-enabled") == [("low", [1])]
     assert fired(rules, [record("ListRegions", "account.amazonaws.com", {})]) == {}
+
+
+def test_aws_services_reading_or_deleting_for_the_caller_are_not_bulk_access(rules):
+    """Athena reads a table's objects (and S3 replication or a service clean-up deletes them) with the
+    caller's identity, invokedBy the service and the service's name in sourceIPAddress: one "address"
+    for every customer of the service, not a client pulling the bucket."""
+    def by_service(name: str, key: str, second: int) -> str:
+        return _object(name, key, second, ip="athena.amazonaws.com", bucket="datalake",
+                       identity=iam_user("analyst") | {"invokedBy": "athena.amazonaws.com"}, agent="athena.amazonaws.com")
+    lines = [by_service("GetObject", f"events/dt=2025-04-01/part-{i:05d}.parquet", i) for i in range(30)]
+    lines += [by_service("DeleteObject", f"results/tmp-{i:05d}.csv", 100 + i) for i in range(30)]
+    assert fired(rules, lines) == {}
