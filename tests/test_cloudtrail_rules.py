@@ -98,8 +98,10 @@ def test_instance_credentials_used_from_a_second_public_address(rules):
            _instance_call("DescribeInstances", "ec2.amazonaws.com", 300, "54.210.17.44")]
     stolen = [_instance_call("GetCallerIdentity", "sts.amazonaws.com", 2400, "185.220.101.7",
                              agent="aws-cli/2.15.30 md/awscrt#0.19.19 ua/2.0 os/macos#23.4.0 md/arch#arm64"),
-              _instance_call("ListBuckets", "s3.amazonaws.com", 2410, "185.220.101.7")]
-    assert hits(rules, own + stolen, "lw-aws-instance-credentials-elsewhere") == [("high", [1, 2, 3, 4])]
+              _instance_call("DescribeInstances", "ec2.amazonaws.com", 2410, "185.220.101.7"),
+              _instance_call("ListBuckets", "s3.amazonaws.com", 2420, "185.220.101.7")]
+    # GetCallerIdentity is left out (others run it presigned); the calls after it give the thief away
+    assert hits(rules, own + stolen, "lw-aws-instance-credentials-elsewhere") == [("high", [1, 2, 4, 5])]
     # flaws.cloud style: only the thieves' addresses show up, two of them
     thieves = [_instance_call("ListBuckets", "s3.amazonaws.com", 0, "203.0.113.80"),
                _instance_call("ListBuckets", "s3.amazonaws.com", 900, "198.51.100.201")]
@@ -125,6 +127,14 @@ def test_instance_credentials_from_the_instance_itself_are_quiet(rules):
     via_endpoint = _instance_call("GetParameter", "ssm.amazonaws.com", 900, "2600:1f18:4a3:6901:0:0:0:12",
                                   params={"name": "/web/url"}, **vpce)
     assert fired(rules, routine + [via_endpoint]) == {}
+    # the application on the instance hands out presigned URLs: S3 logs the downloads under the
+    # instance's session, from each user's address and browser
+    presigned = [_object("GetObject", f"invoices/{n}.pdf", 1000 + n, ip=ip, bucket="shop-invoices",
+                         identity=instance_role(), agent=BROWSER, extra={"AuthenticationMethod": "QueryString"})
+                 for n, ip in enumerate(["81.2.69.160", "92.40.11.3", "176.24.5.90"])]
+    # EKS (aws-iam-authenticator) and Vault's AWS login run the instance's presigned GetCallerIdentity
+    verified = _instance_call("GetCallerIdentity", "sts.amazonaws.com", 1100, "52.4.180.33", agent="Go-http-client/1.1")
+    assert fired(rules, routine + presigned + [verified]) == {}
     # a role session that is not an instance's (a CI job's) may move between runners
     ci = [record("GetCallerIdentity", "sts.amazonaws.com", identity=assumed_role("deploy", "gha-run-8812"), ip=ip,
                  second=i) for i, ip in enumerate(["20.57.3.9", "4.175.22.81"])]
