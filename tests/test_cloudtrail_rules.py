@@ -515,10 +515,11 @@ def test_rds_routine_changes_are_quiet_or_low(rules):
 def _object(name: str, key: str, second: int, ip: str = "203.0.113.80", bucket: str = "corp-finance", **kw) -> str:
     extra = {"SignatureVersion": "SigV4", "CipherSuite": "TLS_AES_128_GCM_SHA256", "bytesTransferredIn": 0,
              "AuthenticationMethod": "AuthHeader", "x-amz-id-2": "Zm9vYmFy", "bytesTransferredOut": 0} | kw.pop("extra", {})
-    return record(name, "s3.amazonaws.com", {"bucketName": bucket, "Host": f"{bucket}.s3.us-east-1.amazonaws.com",
-                                             "key": key} | kw.pop("params", {}),
+    params = {"bucketName": bucket, "Host": f"{bucket}.s3.us-east-1.amazonaws.com"} | ({"key": key} if key else {})
+    return record(name, "s3.amazonaws.com", params | kw.pop("params", {}),
                   second=second, ip=ip, agent=kw.pop("agent", "rclone/v1.65.2"), extra=extra, eventCategory="Data", managementEvent=False,
-                  resources=[{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::{bucket}/{key}"}], **kw)
+                  resources=[{"type": "AWS::S3::Object", "ARN": f"arn:aws:s3:::{bucket}/{key}"} if key else
+                             {"type": "AWS::S3::Object", "ARNPrefix": f"arn:aws:s3:::{bucket}/"}], **kw)
 
 
 def test_objects_deleted_one_by_one_and_after_download(rules):
@@ -591,3 +592,14 @@ def test_aws_services_reading_or_deleting_for_the_caller_are_not_bulk_access(rul
     lines = [by_service("GetObject", f"events/dt=2025-04-01/part-{i:05d}.parquet", i) for i in range(30)]
     lines += [by_service("DeleteObject", f"results/tmp-{i:05d}.csv", 100 + i) for i in range(30)]
     assert fired(rules, lines) == {}
+
+
+def test_bucket_downloaded_then_emptied_in_one_batch(rules):
+    downloads = [_object("GetObject", f"exports/customers-{i}.sql", i) for i in range(25)]
+    batch = _object("DeleteObjects", "", 200, params={"delete": "", "x-id": "DeleteObjects"})
+    note = _object("PutObject", "FILES-DELETED.txt", 210)
+    lines = downloads + [batch, note]
+    assert hits(rules, lines, "lw-aws-s3-download-then-batch-delete") == [("high", list(range(1, 27)))]
+    assert hits(rules, lines, "lw-aws-s3-batch-delete") == [("low", [26])]
+    # `aws s3 rm --recursive` on its own: low
+    assert fired(rules, [batch]) == {"lw-aws-s3-batch-delete": "low"}
