@@ -63,21 +63,21 @@ class Firing:
 
 @dataclass(slots=True)
 class _CountState:
-    hits: deque = field(default_factory=deque)  # (t, lines, weight, value)
+    hits: deque = field(default_factory=deque)  # (t, lines, weight, value, value as a number)
     total: int = 0
     values: Counter = field(default_factory=Counter)
     value_sum: float = 0.0
     burst_last_t: float | None = None
     burst_values: set[str] = field(default_factory=set)
 
-    def add(self, t: float, lines: list[int], weight: int, value: Any) -> None:
+    def add(self, t: float, lines: list[int], weight: int, value: Any, number: float = 0.0) -> None:
         if len(self.hits) >= MAX_HITS_PER_GROUP:
             self._drop()
-        self.hits.append((t, lines, weight, value))
+        self.hits.append((t, lines, weight, value, number))
         self.total += weight
+        self.value_sum += number
         if value is not None:
             self.values[value] += 1
-            self.value_sum += _as_number(value)
 
     def trim(self, oldest_t: float) -> None:
         while self.hits and self.hits[0][0] < oldest_t:
@@ -89,10 +89,10 @@ class _CountState:
         self.total, self.value_sum = 0, 0.0
 
     def _drop(self) -> None:
-        _t, _lines, weight, value = self.hits.popleft()
+        _t, _lines, weight, value, number = self.hits.popleft()
         self.total -= weight
+        self.value_sum -= number
         if value is not None:
-            self.value_sum -= _as_number(value)
             self.values[value] -= 1
             if self.values[value] <= 0:
                 del self.values[value]
@@ -194,11 +194,13 @@ class Correlation:
             return Firing(hit.source, group, hit.t, hit.t, list(hit.lines), hit.weight,
                           {value} if value is not None else set(), extension=True, state_key=key)
         state.burst_last_t = None
-        state.add(hit.t, hit.lines, hit.weight, value)
+        # (a number only where the rule sums: converting every user name raised and caught an error)
+        state.add(hit.t, hit.lines, hit.weight, value,
+                  _as_number(value) if self.kind in ("value_sum", "value_avg") else 0.0)
         state.trim(hit.t - self.timespan)
         if not self._test(self._measure(state), self._count):
             return None
-        lines = [n for _t, hit_lines, _w, _v in state.hits for n in hit_lines]
+        lines = [n for _t, hit_lines, *_rest in state.hits for n in hit_lines]
         firing = Firing(hit.source, group, state.hits[0][0], hit.t, lines, state.total, set(state.values),
                         state_key=key)
         state.clear()

@@ -148,6 +148,18 @@ _AUDIT_REGISTRY_ALIASES = _WINDOWS_COMMON + tuple(
     ("TargetObject", _audit_registry_target), ("Details", "NewValue"))
 
 
+_CANONICAL: dict[Route, Route] = {}
+
+
+def _canonical(route: Route) -> Route:
+    """One object per distinct route (equal routes come from different programs or channels'
+    spellings): the detector's dispatch lookup then succeeds on identity, not a field-by-field
+    comparison per event."""
+    if len(_CANONICAL) >= 4096:
+        _CANONICAL.clear()
+    return _CANONICAL.setdefault(route, route)
+
+
 _ROUTES_SEEN: dict[tuple, Route] = {}  # the route of each kind of event, by its raw values: one lookup (bounded)
 
 
@@ -163,6 +175,7 @@ def windows_route(event: Event) -> Route:
         pass
     route = _windows_route(str(key[0] or "").lower(), str(key[1] or "").lower(),
                            event_id if isinstance(event_id, int) else None, str(detail or ""))
+    route = _canonical(route)
     try:
         if len(_ROUTES_SEEN) >= 4096:
             _ROUTES_SEEN.clear()
@@ -243,7 +256,7 @@ def _syslog_route(fmt: str, program: str | None) -> Route:
     services = {"syslog", fmt, *_PROGRAM_SERVICES.get(name, ())}
     if name in _AUTH_PROGRAMS:
         services.add("auth")
-    return Route(frozenset(("linux",)), frozenset(("application",)), frozenset(services))
+    return _canonical(Route(frozenset(("linux",)), frozenset(("application",)), frozenset(services)))
 
 
 # --- web and other formats ------------------------------------------------------------------
