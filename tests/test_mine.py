@@ -28,8 +28,8 @@ def test_masking_names_ips_numbers_users_paths():
     ("session opened for user root(uid=0) by (uid=0)", "session opened for user <USER>(uid=<NUM>) by (uid=<NUM>)"),
     ("user user bob port 22 user", "user <USER> <USER> port <NUM> user"),
     ("New session 1234 of user root.", "New session <NUM> of user <USER>"),
-    # digits: a number below hash length, a hash at 32; Arabic-Indic digits are numbers too; "22." is not
-    ("id 12345678901234567890123456789012 pid 0042 -5 +7 1.5 ١٢٣ 22.", "id <HASH> pid <NUM> <NUM> <NUM> <NUM> <NUM> 22."),
+    # digits: a number below hash length, a hash at 32; Arabic-Indic digits are numbers too; "22." ends a sentence
+    ("id 12345678901234567890123456789012 pid 0042 -5 +7 1.5 ١٢٣ 22.", "id <HASH> pid <NUM> <NUM> <NUM> <NUM> <NUM> <NUM>."),
     ("user=alice USER=root user", "user=<USER> USER=<USER> user"),
     ("Received disconnect from 10.0.8.15 port 48530:11: disconnected by user",
      "Received disconnect from <IP> port <NUM>:<NUM>: disconnected by user"),

@@ -38,7 +38,7 @@ MASKING_RULES: tuple[tuple[str, str], ...] = (
     ("HEX", r"\b0x[0-9a-fA-F]+\b"),
     ("USER", r"(?<=\buser )[^\s=]+|(?<=\bUSER=)\S+|(?<=\buser=)\S+|(?<=\bacct=)\S+"),
     ("PATH", r"(?<![\w/])/[^\s\"'?]*[^\s\"'?/.,;:)\]]"),
-    ("NUM", r"(?<![\w.-])[-+]?\d+(?:\.\d+)?(?![\w.])"),
+    ("NUM", r"(?<![\w.-])[-+]?\d+(?:\.\d+)?(?!\w|\.[\w.])"),  # "session 41." ends a sentence
 )
 
 
