@@ -87,6 +87,26 @@ def test_final_files_keep_their_unterminated_last_line(tmp_path, db):
     assert analyze(f"sqlite:///{tmp_path / 'other.db'}", archive)["metrics"]["lines"] == 10
 
 
+def test_a_file_left_untouched_is_final(tmp_path, db):
+    """A downloaded CloudTrail export is one JSON document without a final newline: once nothing
+    has written to the file for the partial-line timeout (as the watcher waits), it is read."""
+    import os
+    import time
+
+    record = {"eventVersion": "1.08", "eventTime": "2026-03-01T10:00:00Z", "eventSource": "cloudtrail.amazonaws.com",
+              "eventName": "StopLogging", "awsRegion": "us-east-1", "sourceIPAddress": "198.51.100.7",
+              "userIdentity": {"type": "IAMUser", "userName": "alice", "arn": "arn:aws:iam::123456789012:user/alice"},
+              "requestParameters": {"name": "main"}, "eventType": "AwsApiCall"}
+    export = tmp_path / "123456789012_CloudTrail_us-east-1_20260301T1000Z_x.json"
+    export.write_text(json.dumps({"Records": [record]}))
+    assert analyze(db, export)["metrics"]["lines"] == 0  # just written: it may still grow
+    old = time.time() - 60
+    os.utime(export, (old, old))
+    again = analyze(f"sqlite:///{tmp_path / 'other.db'}", export)
+    assert again["metrics"]["lines"] == 1
+    assert any(r["category"] == "policy_violation" and r["risk_level"] in ("high", "critical") for r in again["records"])
+
+
 def test_resume_after_copytruncate_drains_the_copy_and_restarts_the_file_at_line_1(tmp_path, db):
     log = tmp_path / "app.log"
     n = append(log, 0, 50)

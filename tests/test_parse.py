@@ -231,6 +231,39 @@ def test_parse_stream_expands_a_one_line_cloudtrail_file():
     assert all(e.line_no == 1 for e in events)
 
 
+def test_cloudtrail_records_in_eventbridge_and_lookup_events_envelopes():
+    """CloudTrail as EventBridge delivers it (the record in `detail`) and as `aws cloudtrail
+    lookup-events` prints it (`{"Events": [...]}`, the record as a JSON string): the same events,
+    and Sigma's dotted names read the record, not the envelope."""
+    from logwarden.app.detect import Detector, load_rules
+
+    bridge = [jline({"version": "0", "detail-type": "AWS API Call via CloudTrail", "source": "aws.cloudtrail",
+                     "account": "123456789012", "detail": record})
+              for record in (CLOUDTRAIL_CONSOLE_LOGIN, CLOUDTRAIL_ROOT_STOPLOGGING)]
+    decision, events = parse_stream(log_lines(bridge))
+    events = list(events)
+    assert decision.name == "cloudtrail" and [e.fields["user"] for e in events] == ["alice", "root"]
+    lookup = json.dumps({"Events": [{"EventId": "1", "EventName": r["eventName"], "CloudTrailEvent": json.dumps(r)}
+                                    for r in (CLOUDTRAIL_CONSOLE_LOGIN, CLOUDTRAIL_ROOT_STOPLOGGING)]}, indent=4)
+    decision, listed = parse_stream(log_lines(lookup.split("\n")))
+    listed = list(listed)
+    assert decision.name == "cloudtrail" and [e.fields["eventName"] for e in listed] == ["ConsoleLogin", "StopLogging"]
+    assert listed[1].line_no > listed[0].line_no > 1
+    rule = ("title: root\nname: t-root\nlevel: high\nlogsource: {product: aws, service: cloudtrail}\n"
+            "detection:\n  selection:\n    userIdentity.type: Root\n  condition: selection\n")
+    for found in (events, listed):
+        assert [s.rule_id for s in Detector(load_rules([_rule_file(rule)])).scan(found)] == ["t-root"]
+
+
+def _rule_file(text: str):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / "rule.yml"
+    path.write_text(text)
+    return path
+
+
 def test_parse_file_json_refuses_what_is_not_a_json_document():
     assert parse_file_json(log_lines(["{", '  "a": ', "oops"])) is None
     assert parse_file_json(log_lines(SSHD[:2])) is None

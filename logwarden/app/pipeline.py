@@ -73,6 +73,10 @@ class RunOptions:
     # Files nothing is appended to any more: an unterminated last line is a line, not a line being
     # written (compressed and rotated files are final anyway).
     final: bool = False
+    # A file nothing has written to for this long is final too (None: only --final, compressed and
+    # rotated files are): a downloaded CloudTrail .json is one line without a newline, and held
+    # back it gave no record at all. The watcher flushes a partial line after the same quiet.
+    quiet_final_s: float | None = None
     # Sources are named NODE:/path in a store shared by several hosts (None: the path alone).
     node: str | None = None
     # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
@@ -238,7 +242,8 @@ class Pipeline:
         """One file of `analyze`: its last windows may wait for the next file's batch (`finish` sends them)."""
         self.metrics.files += 1
         start = self._start_of(path)
-        final = self.options.final or is_rotated_name(path.name) or is_compressed(path)
+        final = (self.options.final or is_rotated_name(path.name) or is_compressed(path)
+                 or _quiet_for(path, self.options.quiet_final_s))
         reader = TailRead(path, start_offset=start.offset, start_line=start.line_no + 1,
                           max_line_bytes=line_limit(path), final_partial=final,
                           expect=fingerprint_of(start) if start.offset else None)
@@ -517,6 +522,16 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def _quiet_for(path: Path, seconds: float | None) -> bool:
+    """Has nothing written to the file for `seconds`?"""
+    if seconds is None:
+        return False
+    try:
+        return time.time() - path.stat().st_mtime >= seconds
+    except OSError:
+        return False
 
 
 def _mtime(path: Path) -> datetime | None:

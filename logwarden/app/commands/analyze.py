@@ -44,7 +44,8 @@ from logwarden.schemas import RISK_LEVELS
               "(default: LOGWARDEN_NODE, else the path alone).")
 @click.option("--final", is_flag=True,
               help="The files are complete: read an unterminated last line too (by default it is held back "
-                   "for --resume, unless the file is compressed or rotated).")
+                   "for --resume while the file may still be written: unless it is compressed or rotated, or "
+                   "untouched for LOGWARDEN_WATCH_PARTIAL_LINE_TIMEOUT_S, 5 s).")
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
@@ -61,6 +62,7 @@ def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume,
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions(rules_only=rules_only, llm_policy=llm_policy, max_batch=engine_opts.max_batch,
                          include=include, exclude=exclude, resume=resume, final=final, node=node or settings.node,
+                         quiet_final_s=settings.watch_partial_line_timeout_s,
                          sigma=sigma_paths,
                          window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                          prompt_token_budget=settings.prompt_token_budget, max_new_tokens=settings.max_new_tokens)

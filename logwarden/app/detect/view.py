@@ -17,6 +17,7 @@ from urllib.parse import unquote_plus
 
 from logwarden.app.detect.logsource import Alias
 from logwarden.app.models import Event
+from logwarden.app.parse.jsonlog import cloudtrail_record
 
 ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
 _JSON_FORMATS = frozenset(("json", "cloudtrail", "windows"))
@@ -230,4 +231,6 @@ class EventView:
                 self._record = json.loads(self.event.raw)
             except ValueError:
                 self._record = None
+            if self.event.format == "cloudtrail" and isinstance(self._record, dict):  # unwrapped from its envelope
+                self._record = cloudtrail_record(self._record) or self._record
         return self._record

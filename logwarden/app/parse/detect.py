@@ -90,7 +90,7 @@ def _json_document(sample: list[str], counts: Counter, path: str | None) -> Form
     if not _JSON_START.match(sample[0]) or json_lines >= len(sample) / 2:
         return None
     text = "\n".join(sample)
-    if '"eventSource"' in text and '"eventName"' in text:
+    if ('"eventSource"' in text and '"eventName"' in text) or '"CloudTrailEvent"' in text:
         name = "cloudtrail"
     elif any(key in text for key in ('"EventID"', '"event_id"', '"EventId"', '"System"')):
         name = "windows"

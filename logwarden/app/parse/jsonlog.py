@@ -48,9 +48,25 @@ def load_object(text: str) -> dict | None:
 
 def classify_object(obj: dict) -> str:
     """`windows`, `cloudtrail` or `json` for one decoded event object."""
-    if "eventSource" in obj and "eventName" in obj:
+    if cloudtrail_record(obj) is not None:
         return "cloudtrail"
     return "windows" if windows_parts(obj) is not None else "json"
+
+
+def cloudtrail_record(obj: dict) -> dict | None:
+    """The CloudTrail record an object holds: itself; an EventBridge event's `detail` ("AWS API Call
+    via CloudTrail", how CloudTrail reaches Lambda, SQS and most SIEM pipelines); an item of
+    `aws cloudtrail lookup-events` (its `CloudTrailEvent`: the record as a JSON string)."""
+    if "eventSource" in obj and "eventName" in obj:
+        return obj
+    detail = obj.get("detail")
+    if isinstance(detail, dict) and "eventSource" in detail and "eventName" in detail:
+        return detail
+    text = obj.get("CloudTrailEvent")
+    inner = load_object(text) if isinstance(text, str) else None
+    if inner is not None and "eventSource" in inner and "eventName" in inner:
+        return inner
+    return None
 
 
 def is_cloudtrail_file(obj: dict) -> bool:
@@ -366,7 +382,8 @@ def _text(value: Any) -> str | None:
 
 _CLOUDTRAIL_KEYS = ("eventName", "eventSource", "eventType", "awsRegion", "sourceIPAddress",
                     "userAgent", "errorCode", "errorMessage", "requestParameters",
-                    "responseElements", "additionalEventData")
+                    "responseElements", "additionalEventData", "vpcEndpointId", "sessionCredentialFromConsole",
+                    "readOnly", "recipientAccountId", "eventCategory", "managementEvent", "eventID")
 _CLOUDTRAIL_DICTS = frozenset(("requestParameters", "responseElements", "additionalEventData"))
 
 
@@ -388,7 +405,8 @@ class CloudTrailParser(_ObjectParser):
     name = "cloudtrail"
 
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
-        if "eventSource" not in obj or "eventName" not in obj:
+        obj = cloudtrail_record(obj)
+        if obj is None:
             return None
         fields = {k: obj.get(k) for k in _CLOUDTRAIL_KEYS if k in obj or k in _CLOUDTRAIL_DICTS}
         identity = obj.get("userIdentity")
@@ -619,7 +637,8 @@ def _records_of_object(text: str, pos: int) -> tuple[list[tuple[int, Any]] | Non
         if text[pos] != ":":
             raise ValueError("expected ':'")
         pos = _skip_space(text, pos + 1)
-        if key in ("Records", "records") and text[pos] == "[":  # CloudTrail, Azure Monitor exports
+        # CloudTrail, Azure Monitor exports, `aws cloudtrail lookup-events` output
+        if key in ("Records", "records", "Events") and text[pos] == "[":
             items, pos = _array_items(text, pos)
         else:
             _, pos = bounded_json.raw_decode(text, pos)
