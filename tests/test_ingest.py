@@ -11,7 +11,7 @@ import os
 import pytest
 
 from logwarden.errors import InputError
-from logwarden.app.ingest import iter_files, read_complete_lines, read_lines, read_stream
+from logwarden.app.ingest import TailRead, iter_files, read_complete_lines, read_lines, read_stream
 from logwarden.app.models import ErrorRow, LogLine
 from tests._ingest_helpers import SSHD, write
 
@@ -155,3 +155,10 @@ def test_an_evtx_file_is_read_as_one_json_line_per_record_and_resumes_by_record(
     assert [line.text for line in read_lines(packed)] == [line.text for line in lines]
     rest = list(read_lines(sample, start_offset=3, start_line=4))  # resume after three records
     assert [(line.offset, line.line_no, line.text) for line in rest] == [(3, 4, lines[3].text), (4, 5, lines[4].text)]
+    # a reader closed right after handing on a record (the watcher's read limit) resumes after it
+    reader = TailRead(sample)
+    taken = iter(reader)
+    first_two = [next(taken), next(taken)]
+    taken.close()
+    again = list(read_lines(sample, start_offset=reader.end_offset, start_line=reader.next_line_no))
+    assert [line.text for line in first_two + again] == [line.text for line in lines]

@@ -243,8 +243,11 @@ class TailRead:
             if index <= self.start_offset:
                 continue
             text = json.dumps(json.loads(record["data"]), separators=(",", ":"), ensure_ascii=False)
-            yield LogLine(source=self.source, inode=self.inode, offset=index - 1, line_no=cursor.line_no, text=text)
+            line = LogLine(source=self.source, inode=self.inode, offset=index - 1, line_no=cursor.line_no, text=text)
+            # moved past the record before it is handed on (as the line splitter does): a reader
+            # closed right after taking it must not give the record again on the next read
             cursor.offset, cursor.line_no = index, cursor.line_no + 1
+            yield line
         yield self._error(index, f"gave up after {failures} damaged EVTX chunks")
 
     def _error(self, offset: int | None, message: str) -> ErrorRow:
