@@ -313,6 +313,44 @@ def test_auditd_node_prefix_and_enriched_format():
     assert event.fields["AUID"] == "alice" and event.fields["res"] == "success"
 
 
+def _hex(text: str) -> str:
+    return text.encode().hex().upper()
+
+
+def test_auditd_one_execve_event_over_its_records_keeps_one_id_and_decodes_proctitle():
+    argv = ["sh", "-c", "echo 'ssh-ed25519 AAAAC3Nz x@y' >> /root/.ssh/authorized_keys"]
+    stamp = "audit(1700000100.200:5120)"
+    records = [f"type=SYSCALL msg={stamp}: arch=c000003e syscall=59 success=yes exit=0 a0=5581 a1=5582 a2=5583 "
+               f'a3=0 items=2 ppid=4100 pid=4107 auid=1000 uid=0 tty=pts0 ses=7 comm="sh" exe="/usr/bin/dash" key="exec"',
+               f'type=EXECVE msg={stamp}: argc=3 a0="sh" a1="-c" a2={_hex(argv[2])}',
+               f'type=CWD msg={stamp}: cwd="/root"',
+               f'type=PATH msg={stamp}: item=0 name="/bin/sh" inode=1 dev=08:01 mode=0100755 nametype=NORMAL',
+               f"type=PROCTITLE msg={stamp}: proctitle={_hex(chr(0).join(argv))}"]
+    events = parse(records, "auditd")
+    assert {e.fields["audit_id"] for e in events} == {"1700000100.200:5120"}
+    syscall, execve, cwd, path, proctitle = events
+    assert execve.fields["cmdline"] == " ".join(argv)
+    assert proctitle.fields["proctitle"] == " ".join(argv)
+    assert (syscall.fields["exe"], syscall.fields["auid"], cwd.fields["cwd"], path.fields["name"]) == (
+        "/usr/bin/dash", 1000, "/root", "/bin/sh")
+
+
+def test_auditd_execve_argument_logged_in_pieces_is_joined():
+    """The kernel logs an argument over 7,500 bytes as `aN_len=` and pieces `aN[0]=`, `aN[1]=`…"""
+    payload = "echo " + "QUJD" * 2500 + " | base64 -d | bash"
+    cut = 7500
+    record = (f'type=EXECVE msg=audit(1700000100.300:5121): argc=3 a0="bash" a1="-c" a2_len={len(payload)} '
+              f"a2[0]={_hex(payload[:cut])} a2[1]={_hex(payload[cut:])}")
+    (event,) = parse([record], "auditd")
+    assert event.fields["a2"] == payload and event.fields["cmdline"] == f"bash -c {payload}"
+    assert not any("[" in key for key in event.fields)
+    # pieces written quoted (no byte that needs encoding), and out of order, join too
+    quoted = ('type=EXECVE msg=audit(1700000100.301:5122): argc=2 a0="python3" a1_len=12 '
+              'a1[1]="-world" a1[0]="hello"')
+    (event,) = parse([quoted], "auditd")
+    assert event.fields["cmdline"] == "python3 hello-world"
+
+
 # --- generic ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "expected"), [

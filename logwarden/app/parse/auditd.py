@@ -2,8 +2,8 @@
 Microsoft's auoms collector that Azure Log Analytics keeps in its Syslog table).
 
 Owns: the `type=… msg=audit(epoch:serial): key=value …` grammar (auoms writes `type=… audit(…):`),
-the inner `msg='…'` of USER_* records, and decoding hex-encoded EXECVE arguments into one
-`cmdline`. Does not join the records of one event (SYSCALL + EXECVE + PATH share `audit_id`;
+the inner `msg='…'` of USER_* records, and decoding hex-encoded EXECVE arguments (also those the
+kernel logs in pieces, `a1[0]=… a1[1]=…`) into one `cmdline`. Does not join the records of one event (SYSCALL + EXECVE + PATH share `audit_id`;
 that is for detectors). auoms joins them itself: an `AUOMS_EXECVE` is one execve with its
 program (`exe`), `cwd`, user and `cmdline`; it becomes an `EXECVE` whose a0, a1, … are the
 command line's words (its own a0…a3 are the syscall's registers).
@@ -19,13 +19,15 @@ from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import from_epoch
 
 _HEADER = re.compile(r"(?:node=(\S+) )?type=(\S+) (?:msg=)?audit\((\d+(?:\.\d+)?):(\d+)\): ?(.*)")
-_PAIR = re.compile(r"""([\w-]+)=("[^"]*"|'[^']*'|\S+)""")
+# `a1[0]=`: the kernel writes an argument longer than 7,500 bytes in pieces (after `a1_len=`)
+_PAIR = re.compile(r"""([\w-]+(?:\[\d+\])?)=("[^"]*"|'[^']*'|\S+)""")
 # auoms quotes a command line without escaping the quotes inside it: it ends at the quote that is
 # followed by the next key (or the end)
 _AUOMS_CMDLINE = re.compile(r'(?:^| )cmdline="(.*?)"(?= [\w-]+=|$)')
 AUOMS_EXECVE = "AUOMS_EXECVE"
 _HEX = re.compile(r"(?:[0-9A-F]{2})+")
 _ARG = re.compile(r"a(\d+)")
+_ARG_PIECE = re.compile(r"a(\d+)\[(\d+)\]")
 _ENCODED_KEYS = frozenset(("proctitle", "cmd", "acct", "data", "comm", "exe", "name", "cwd"))
 _NUMERIC = frozenset(("pid", "ppid", "uid", "auid", "euid", "gid", "ses", "argc", "exit",
                       "syscall", "success_count"))
@@ -68,7 +70,10 @@ def _pairs(body: str, *, execve: bool = False) -> dict:
         if key == "msg" and value[:1] == "'":  # USER_* records nest their own pairs
             fields.update(_pairs(value[1:-1], execve=execve))
         elif key not in fields:  # ENRICHED repeats some keys (UID="root"): keep the raw one
-            fields[key] = value[1:-1] if value[:1] in "\"'" else _decoded(key, value, execve)
+            if execve and "[" in key:  # a piece of a long argument: joined (and decoded) by _joined_pieces
+                fields[key] = value
+            else:
+                fields[key] = value[1:-1] if value[:1] in "\"'" else _decoded(key, value, execve)
     return fields
 
 
@@ -103,11 +108,34 @@ def _normalise(fields: dict, record_type: str) -> None:
     if isinstance(acct, str) and acct not in ("?", "(unknown)"):
         fields["user"] = acct
     if record_type == "EXECVE":
+        _joined_pieces(fields)
         fields["cmdline"] = _cmdline(fields)
 
 
 def _looks_like_ip(text: str) -> bool:
     return bool(text) and (text[0].isdigit() or ":" in text) and text != "?"
+
+
+def _joined_pieces(fields: dict) -> None:
+    """`a1_len=N a1[0]=… a1[1]=…` → `a1`: each piece hex-encoded or quoted, bytes joined before
+    decoding (a character may be cut between two pieces). A piece that is missing (auditd dropped
+    or cut the record) leaves the argument with what arrived."""
+    pieces: dict[int, list[tuple[int, bytes]]] = {}
+    for key in [k for k in fields if "[" in k]:
+        match = _ARG_PIECE.fullmatch(key)
+        if match is None:
+            continue
+        value = str(fields.pop(key))
+        if value[:1] in "\"'":
+            data = value[1:-1].encode("utf-8", "surrogateescape")
+        elif len(value) % 2 == 0 and _HEX.fullmatch(value):
+            data = bytes.fromhex(value)
+        else:
+            data = value.encode("utf-8", "surrogateescape")
+        pieces.setdefault(int(match[1]), []).append((int(match[2]), data))
+    for arg, parts in pieces.items():
+        whole = b"".join(data for _, data in sorted(parts))
+        fields.setdefault(f"a{arg}", whole.decode("utf-8", "replace").replace("\x00", " ").strip())
 
 
 def _cmdline(fields: dict) -> str:
