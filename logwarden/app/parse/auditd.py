@@ -4,9 +4,9 @@ Microsoft's auoms collector that Azure Log Analytics keeps in its Syslog table).
 Owns: the `type=… msg=audit(epoch:serial): key=value …` grammar (auoms writes `type=… audit(…):`),
 the inner `msg='…'` of USER_* records, and decoding hex-encoded EXECVE arguments (also those the
 kernel logs in pieces, `a1[0]=… a1[1]=…`) into one `cmdline`. Does not join the records of one
-event (SYSCALL + EXECVE + PATH share `audit_id`; that is for detectors). auoms joins them itself: an `AUOMS_EXECVE` is one execve with its
-program (`exe`), `cwd`, user and `cmdline`; it becomes an `EXECVE` whose a0, a1, … are the
-command line's words (its own a0…a3 are the syscall's registers).
+event (SYSCALL + EXECVE + PATH share `audit_id`; that is for detectors). auoms joins them itself:
+an `AUOMS_EXECVE` is one execve with its program (`exe`), `cwd`, user and `cmdline`; it becomes an
+`EXECVE` whose a0, a1, … are the command line's words (its own a0…a3 are the syscall's registers).
 """
 
 from __future__ import annotations
