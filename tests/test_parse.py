@@ -709,3 +709,63 @@ def test_aws_load_balancer_logs_become_access_events():
     assert alb.fields.items() >= {"src_ip": "45.9.20.11", "method": "GET", "path": "/item?id=1%27%20OR%20%271%27=%271",
                                   "status": 200, "bytes": 57, "user_agent": "sqlmap/1.7"}.items()
     assert (elb.fields["src_ip"], elb.fields["path"], elb.fields["load_balancer"]) == ("192.168.131.39", "/", "my-loadbalancer")
+
+
+# --- Sysmon for Linux as it writes its events: XML in syslog --------------------------------------
+
+LINUX_SYSMON_1 = (
+    '<Event><System><Provider Name="Linux-Sysmon" Guid="{ff032593-a8d3-4f13-b0d6-01fc615a0f97}"/><EventID>1</EventID>'
+    '<Version>5</Version><Level>4</Level><Task>1</Task><Opcode>0</Opcode><Keywords>0x8000000000000000</Keywords>'
+    '<TimeCreated SystemTime="2023-04-12T10:11:12.123456000Z"/><EventRecordID>75097</EventRecordID><Correlation/>'
+    '<Execution ProcessID="1001" ThreadID="1001"/><Channel>Linux-Sysmon/Operational</Channel>'
+    '<Computer>ubuntu-web</Computer><Security UserId="0"/></System><EventData><Data Name="RuleName">-</Data>'
+    '<Data Name="UtcTime">2023-04-12 10:11:12.120</Data><Data Name="ProcessGuid">{7d3c1a2b-0c4e-6436-15b1-6d4dd7550000}'
+    '</Data><Data Name="ProcessId">4242</Data><Data Name="Image">/usr/bin/crontab</Data>'
+    '<Data Name="FileVersion">-</Data><Data Name="Description">-</Data><Data Name="Product">-</Data>'
+    '<Data Name="Company">-</Data><Data Name="OriginalFileName">-</Data>'
+    '<Data Name="CommandLine">crontab /tmp/.c</Data><Data Name="CurrentDirectory">/root</Data>'
+    '<Data Name="User">root</Data><Data Name="LogonGuid">{7d3c1a2b-0000-0000-0000-000000000000}</Data>'
+    '<Data Name="LogonId">0</Data><Data Name="TerminalSessionId">3</Data><Data Name="IntegrityLevel">no level</Data>'
+    '<Data Name="Hashes">-</Data><Data Name="ParentProcessGuid">{7d3c1a2b-0c4e-6436-1551-c2a3c8550000}</Data>'
+    '<Data Name="ParentProcessId">4200</Data><Data Name="ParentImage">/usr/bin/bash</Data>'
+    '<Data Name="ParentCommandLine">bash</Data><Data Name="ParentUser">root</Data></EventData></Event>')
+
+
+@pytest.mark.parametrize("line", [
+    f"Apr 12 10:11:12 ubuntu-web sysmon: {LINUX_SYSMON_1}",  # /var/log/syslog (RFC 3164)
+    f"2023-04-12T10:11:12.124003+00:00 ubuntu-web sysmon: {LINUX_SYSMON_1}",  # rsyslog's ISO file format
+    f"<14>1 2023-04-12T10:11:12.124Z ubuntu-web sysmon - - - {LINUX_SYSMON_1}",  # forwarded as RFC 5424
+    LINUX_SYSMON_1,  # one event a line, as exported
+])
+def test_sysmon_for_linux_xml_in_syslog_or_alone_is_a_linux_sysmon_event(line):
+    from logwarden.app.detect.logsource import route_of
+
+    fmt = detect_format([line]).name
+    (event,) = parse([line], fmt)
+    assert event.format == "windows" and event.host == "ubuntu-web" and event.raw == line
+    f = event.fields
+    assert (f["EventID"], f["Channel"], f["Image"], f["CommandLine"], f["ParentImage"], f["user"]) == (
+        1, "Linux-Sysmon/Operational", "/usr/bin/crontab", "crontab /tmp/.c", "/usr/bin/bash", "root")
+    assert event.ts == datetime(2023, 4, 12, 10, 11, 12, 123456, timezone.utc)
+    route = route_of(event)
+    assert "linux" in route.products and "process_creation" in route.categories and "sysmon" in route.services
+
+
+def test_a_windows_event_rendered_as_xml_with_its_namespace_is_read_too():
+    xml = ("<Event xmlns='http://schemas.microsoft.com/win/2004/08/events/event'><System>"
+           "<Provider Name='Microsoft-Windows-Security-Auditing'/><EventID>4625</EventID>"
+           "<TimeCreated SystemTime='2022-01-05T08:00:01.1234567Z'/><Channel>Security</Channel>"
+           "<Computer>DC1.corp.local</Computer></System><EventData><Data Name='TargetUserName'>admin</Data>"
+           "<Data Name='IpAddress'>203.0.113.9</Data><Data Name='LogonType'>3</Data></EventData></Event>")
+    assert detect_format([xml, xml]).name == "windows"
+    (event,) = parse([xml], "windows")
+    assert (event.fields["EventID"], event.fields["src_ip"], event.host) == (4625, "203.0.113.9", "DC1.corp.local")
+
+
+def test_syslog_lines_with_other_xml_or_broken_event_xml_stay_syslog():
+    lines = ["Apr 12 10:11:12 ubuntu-web sysmon: <Event><System><EventID>1</Even",  # cut by a line limit
+             "Apr 12 10:11:13 ubuntu-web app[12]: <Eventful>day</Eventful>",
+             "Apr 12 10:11:14 ubuntu-web app[12]: <Event><!DOCTYPE x><System/></Event>"]
+    events = parse(lines, "syslog")
+    assert [e.format for e in events] == ["syslog"] * 3
+    assert events[0].program == "sysmon"

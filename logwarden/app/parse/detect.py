@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logwarden.app.models import LogLine
 from logwarden.app.parse.auditd import AuditdParser
-from logwarden.app.parse.jsonlog import classify_object, is_azure_export, is_cloudtrail_file, load_object
+from logwarden.app.parse.jsonlog import classify_object, is_azure_export, is_cloudtrail_file, load_object, xml_event
 from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
 from logwarden.app.parse.web import (AccessParser, ApacheErrorParser, AwsLbParser, HttpRequestParser, W3CParser,
                                      ZeekParser)
@@ -33,7 +33,7 @@ _DESCRIPTION = {
     "access": "Apache/Nginx access log", "apache_error": "Apache/Nginx error log",
     "w3c": "W3C extended log (IIS)", "zeek": "Zeek log (tab-separated)", "aws_lb": "AWS ALB/ELB access log",
     "http_request": "raw HTTP requests (request line, headers, body)",
-    "auditd": "Linux audit records", "windows": "Windows event JSON",
+    "auditd": "Linux audit records", "windows": "Windows event JSON or XML",
     "cloudtrail": "CloudTrail records", "json": "JSON objects",
 }
 
@@ -80,6 +80,9 @@ def _score(sample: list[str]) -> tuple[Counter, int, int]:
             counts[classify_object(obj)] += 1
             continue
         line = LogLine(source="<sample>", inode=0, offset=0, line_no=number, text=text)
+        if text.lstrip().startswith("<Event") and xml_event(line, text) is not None:  # an event as XML
+            counts["windows"] += 1
+            continue
         counts.update(p.name for p in parsers if p.parse(line) is not None)
     return counts, cloudtrail_files, azure_files
 

@@ -349,25 +349,44 @@ class WindowsParser(_ObjectParser):
 
     name = "windows"
 
+    def parse(self, line: LogLine) -> Event | None:
+        text = line.text.lstrip()
+        if text.startswith("<Event"):  # one rendered event as XML a line (Sysmon for Linux, exports)
+            return xml_event(line, text)
+        return super().parse(line)
+
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:
         parts = windows_parts(obj)
-        if parts is None:
-            return None
-        fields = dict(parts.data)
-        fields.update(EventID=parts.event_id, Channel=parts.channel, Provider=parts.provider,
-                      Computer=parts.computer)
-        fields = {k: v for k, v in fields.items() if v is not None}
-        src_ip = next(filter(None, map(_ip, map(parts.data.get, (
-            "IpAddress", "SourceIp", "SourceAddress", "ClientAddress", "ClientIP")))), None)
-        user = next(filter(None, map(_user, map(parts.data.get, (
-            "TargetUserName", "User", "SubjectUserName")))), None)
-        _set(fields, src_ip=src_ip, user=user)
-        if isinstance(parts.data.get("payload"), str):  # Win32-OpenSSH: sshd's own log message in `payload`
-            add_message_fields(fields, _text(parts.data.get("process")), parts.data["payload"])
-        head = f"EventID {parts.event_id} {parts.channel or ''}".rstrip()
-        return new_event(line, "windows", ts=parse_any(parts.time), host=_text(parts.computer),
-                         program=_text(parts.provider), message=_summary(head, parts.data),
-                         fields=fields)
+        return None if parts is None else windows_event(parts, line)
+
+
+def xml_event(line: LogLine, text: str) -> Event | None:
+    """The event of a rendered `<Event>` XML text (a whole line, or the message of a syslog line:
+    Sysmon for Linux writes each event so to syslog), or None when it is not one."""
+    root = _xml_root(text.strip()) if "<System" in text else None
+    if root is None or _local(root.tag) != "Event":
+        return None
+    parts = _xml_event_parts(root)
+    return None if parts is None else windows_event(parts, line)
+
+
+def windows_event(parts: WindowsParts, line: LogLine) -> Event:
+    """A Windows (or Sysmon for Linux) event, whatever shape it came in, as a `windows` Event."""
+    fields = dict(parts.data)
+    fields.update(EventID=parts.event_id, Channel=parts.channel, Provider=parts.provider,
+                  Computer=parts.computer)
+    fields = {k: v for k, v in fields.items() if v is not None}
+    src_ip = next(filter(None, map(_ip, map(parts.data.get, (
+        "IpAddress", "SourceIp", "SourceAddress", "ClientAddress", "ClientIP")))), None)
+    user = next(filter(None, map(_user, map(parts.data.get, (
+        "TargetUserName", "User", "SubjectUserName")))), None)
+    _set(fields, src_ip=src_ip, user=user)
+    if isinstance(parts.data.get("payload"), str):  # Win32-OpenSSH: sshd's own log message in `payload`
+        add_message_fields(fields, _text(parts.data.get("process")), parts.data["payload"])
+    head = f"EventID {parts.event_id} {parts.channel or ''}".rstrip()
+    return new_event(line, "windows", ts=parse_any(parts.time), host=_text(parts.computer),
+                     program=_text(parts.provider), message=_summary(head, parts.data),
+                     fields=fields)
 
 
 def _set(fields: dict, **values: Any) -> None:

@@ -7,6 +7,8 @@ five failed logins folded into one line still count five). What sshd/PAM/sudo/â€
 (address, account, â€¦) is added by `messages.py`. Year-less dates get their year from
 `timestamps.YearGuesser`; an impossible one (Feb 30) leaves `ts` None and keeps the stamp in
 `fields["timestamp_invalid"]`, so the line is still read as syslog and its detectors still run.
+A line whose message is a rendered `<Event>` XML (Sysmon for Linux writes its events so) is that
+event: a `windows` event of the Linux-Sysmon channel, so Sigma's linux Sysmon categories see it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from datetime import datetime
 
 from logwarden.app.models import Event, LogLine
 from logwarden.app.parse.base import new_event
+from logwarden.app.parse.jsonlog import xml_event
 from logwarden.app.parse.messages import add_message_fields, structured_data_fields
 from logwarden.app.parse.timestamps import MONTHS, YearGuesser, micros, parse_iso
 
@@ -85,6 +88,10 @@ class SyslogParser:
             self._stamp = stamp
             self._time = self.years.build(month, int(day), int(hh), int(mm), int(ss), micros(frac))
         ts = self._time
+        if message.startswith("<Event"):  # Sysmon for Linux: its event as XML, the syslog line a wrapper
+            event = xml_event(line, message)
+            if event is not None:
+                return event
         fields = _fields(program, pid)
         if ts is None:  # Feb 30, 25:00: a damaged or forged stamp; the rest of the line is still syslog
             fields["timestamp_invalid"] = f"{mon} {day} {hh}:{mm}:{ss}"
@@ -100,6 +107,10 @@ class SyslogParser:
         ts = parse_iso(stamp)
         if ts is None:
             return None
+        if message.startswith("<Event"):
+            event = xml_event(line, message)
+            if event is not None:
+                return event
         fields = _fields(program, pid)
         message = _unfold(message, fields)
         return new_event(line, "syslog", ts=ts, host=host, program=program, message=message,
@@ -130,6 +141,10 @@ class Rfc5424Parser:
         fields = _fields(program, procid if procid.isdigit() else None)
         fields.update(app_name=program, msgid=_nil(msgid), structured_data=_nil(sd))
         message = (message or "").removeprefix("\ufeff")
+        if message.startswith("<Event"):
+            event = xml_event(line, message)
+            if event is not None:
+                return event
         fields = {k: v for k, v in fields.items() if v is not None} | structured_data_fields(_nil(sd))
         return new_event(line, "rfc5424", ts=ts, host=_nil(host), program=program,
                          message=message, fields=add_message_fields(fields, program, message))
