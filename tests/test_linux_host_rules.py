@@ -429,3 +429,11 @@ def test_a_long_encoded_argument_logged_in_pieces_still_reaches_the_rules(rules)
             f"a2[0]={payload[:cut].encode().hex().upper()} a2[1]={payload[cut:].encode().hex().upper()}")
     [record] = parse_lines([LogLine("audit.log", 0, 0, 1, text)], "auditd")
     assert hits(rules, [record], "lw-linux-decode-to-shell") == [("high", [1])]
+
+
+def test_rules_lists_linux_process_rules_under_auditd_and_windows_formats():
+    from logwarden.app.detect.logsource import formats_of
+
+    assert formats_of("linux", "process_creation", None) == {"auditd", "windows"}
+    assert formats_of("windows", "process_creation", None) == {"windows"}
+    assert formats_of("linux", "file_event", None) == {"windows"}

@@ -494,6 +494,8 @@ def unroutable(product: str | None, category: str | None, service: str | None) -
 _PRODUCT_FORMATS = {"windows": {"windows"}, "linux": {"syslog", "rfc5424", "auditd", "windows"},
                     "aws": {"cloudtrail"}, "zeek": {"json", "zeek", "access"}}
 _LINUX_SERVICES = {"syslog", "auth", "sshd", "sudo", "cron", "vsftpd", "clamav", "guacamole"}
+# process creations: Windows/Sysmon events, auditd EXECVE records, Defender XDR rows (JSON)
+_PROCESS_FORMATS = frozenset(("windows", "auditd", "json"))
 
 
 def formats_of(product: str | None, category: str | None, service: str | None) -> frozenset[str]:
@@ -505,6 +507,7 @@ def formats_of(product: str | None, category: str | None, service: str | None) -
         possible &= _PRODUCT_FORMATS.get(product, {"json"} if product in KNOWN_PRODUCTS else set())
     if category is not None:
         possible &= ({"access"} if category == "webserver" else set(TEXT_FORMATS) if category == "application"
+                     else _PROCESS_FORMATS if category == "process_creation"
                      else {"windows"} if category in KNOWN_CATEGORIES else set())
     if service is not None:
         possible &= ({"syslog", "rfc5424"} if service in _LINUX_SERVICES else {service} if service in FORMAT_SERVICES
