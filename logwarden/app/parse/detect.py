@@ -80,7 +80,7 @@ def _score(sample: list[str]) -> tuple[Counter, int, int]:
             counts[classify_object(obj)] += 1
             continue
         line = LogLine(source="<sample>", inode=0, offset=0, line_no=number, text=text)
-        if text.lstrip().startswith("<Event") and xml_event(line, text) is not None:  # an event as XML
+        if xml_event(line, text) is not None:  # an event as XML
             counts["windows"] += 1
             continue
         counts.update(p.name for p in parsers if p.parse(line) is not None)

@@ -236,11 +236,18 @@ def _embedded_xml_shape(obj: dict) -> WindowsParts | None:
     """A row whose column holds the whole `<Event>` XML: Log Analytics' Syslog table keeps Sysmon
     for Linux events so (`SyslogMessage`), and collectors that forward the rendered XML do the same."""
     for value in obj.values():
-        if isinstance(value, str) and value.startswith("<Event") and "<System" in value:
-            root = _xml_root(value)
-            if root is not None and _local(root.tag) == "Event":
-                return _xml_event_parts(root)
+        parts = _rendered_event_parts(value) if isinstance(value, str) else None
+        if parts is not None:
+            return parts
     return None
+
+
+def _rendered_event_parts(text: str) -> WindowsParts | None:
+    """The parts of a rendered `<Event>` XML text (it starts with the element), or None when it is not one."""
+    if not text.startswith("<Event") or "<System" not in text:
+        return None
+    root = _xml_root(text)
+    return _xml_event_parts(root) if root is not None and _local(root.tag) == "Event" else None
 
 
 def _xml_root(text: str) -> ElementTree.Element | None:
@@ -363,10 +370,7 @@ class WindowsParser(_ObjectParser):
 def xml_event(line: LogLine, text: str) -> Event | None:
     """The event of a rendered `<Event>` XML text (a whole line, or the message of a syslog line:
     Sysmon for Linux writes each event so to syslog), or None when it is not one."""
-    root = _xml_root(text.strip()) if "<System" in text else None
-    if root is None or _local(root.tag) != "Event":
-        return None
-    parts = _xml_event_parts(root)
+    parts = _rendered_event_parts(text.strip())
     return None if parts is None else windows_event(parts, line)
 
 

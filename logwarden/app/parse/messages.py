@@ -198,9 +198,7 @@ def _anonymous(message: str) -> dict:
             return found
     if "SRC=" in message and "DST=" in message:
         return _kernel(message)
-    if _app_failure(message):
-        return app_failure_fields(message)
-    return {}
+    return app_failure_fields(message)  # {} when the line is not a failed login
 
 
 def _app_failure(message: str) -> bool:
