@@ -137,3 +137,29 @@ def test_a_read_stops_at_its_memory_bound_and_the_next_polls_go_on(setup, monkey
         watcher.poll()
     watcher.pipeline.finish()
     assert covered(accounted(store, log)) == list(range(1, n + 1))
+
+
+def test_a_sigterm_while_the_watcher_is_set_up_stops_its_run_cleanly(tmp_path, monkeypatch):
+    """A service manager's stop can come after the run row is made and before the watcher follows
+    anything (CI saw it: exit 143); that is a stop like any other: exit 0, the run `stopped`."""
+    from click.testing import CliRunner
+
+    import logwarden.app.watch as watch
+    from logwarden.app.cli import main as cli
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    append(folder / "auth.log", 0, 10)
+    built = watch.Watcher.__init__
+
+    def build_then_signal(self, *args, **kwargs):
+        built(self, *args, **kwargs)
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered here, before `run` takes the signals over
+
+    monkeypatch.setattr(watch.Watcher, "__init__", build_then_signal)
+    db = f"sqlite:///{tmp_path / 'lw.db'}"
+    result = CliRunner().invoke(cli, ["watch", str(folder), "--rules-only", "--from-start", "--db", db])
+    assert result.exit_code == 0, result.output
+    runs = open_store(db).list_runs()
+    assert [run.status for run in runs] == ["stopped"]
+    assert covered(accounted(open_store(db), folder / "auth.log")) == list(range(1, 11))  # its final poll read them

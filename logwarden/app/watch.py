@@ -139,7 +139,8 @@ class _Wake(FileSystemEventHandler):
 class Watcher:
     def __init__(self, folders: Sequence[str | Path], pipeline: Pipeline, *, max_batch: int = 500,
                  max_delay_ms: int = 2000, partial_timeout_s: float = 5.0, from_start: bool = False,
-                 status: Callable[[str], None] | None = None, node: str | None = None):
+                 status: Callable[[str], None] | None = None, node: str | None = None,
+                 stop: threading.Event | None = None):
         self.folders = [Path(os.path.abspath(f)) for f in folders]
         for folder in self.folders:
             if not folder.is_dir():
@@ -153,7 +154,7 @@ class Watcher:
         self.node = node  # sources are called NODE:/path (a store shared by several hosts)
         self.stats = WatchStats()
         self.tails: dict[FileId, Tail] = {}
-        self._stop = threading.Event()
+        self._stop = stop or threading.Event()  # given: the caller takes stop requests before `run`
         self._wake = threading.Event()
         self._first_scan = True
         store = pipeline.store

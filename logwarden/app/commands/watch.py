@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from contextlib import contextmanager
+
 import click
 
 from logwarden.app.cli_common import (
@@ -46,14 +50,32 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     options = RunOptions(rules_only=rules_only, llm_policy="suspicious", max_batch=engine_opts.max_batch,
                          commit_every_windows=None, window_max_lines=settings.window_max_lines, sigma=sigma_paths,
                          window_max_gap_s=settings.window_max_gap_s, prompt_token_budget=settings.prompt_token_budget)
-    pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
-    watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
-                      max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
-                      partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
-                      status=_status_printer(), node=node or settings.node)
-    err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
-    stats = watcher.run(max_seconds=max_seconds)
+    stop = threading.Event()
+    with _stop_requests(stop):
+        pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
+        watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
+                          max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
+                          partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
+                          status=_status_printer(), node=node or settings.node, stop=stop)
+        err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
+        stats = watcher.run(max_seconds=max_seconds)
     err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+
+
+@contextmanager
+def _stop_requests(stop: threading.Event):
+    """SIGINT/SIGTERM set `stop` from the moment the watcher's run is made, before it follows
+    anything: a service manager's stop during set-up ends the run `stopped` with exit 0, as it would
+    a minute later, rather than `aborted` (the watcher's own handlers take over while it runs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _status_printer():
