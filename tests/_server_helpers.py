@@ -190,7 +190,7 @@ class LlamaServer:
     `start()` again brings it back on the same port."""
 
     def __init__(self, model: Path, *, port: int | None = None, parallel: int = 4,
-                 ctx_per_slot: int = 2048, threads: int = 1, log: Path | None = None):
+                 ctx_per_slot: int = 2048, threads: int = 2, log: Path | None = None):
         self.model = model
         self.port = port or free_port()
         self.parallel = parallel
