@@ -1,5 +1,6 @@
-"""Shared test setup: helper modules in tests/ are importable; every test gets its own LOGWARDEN_HOME
-unless a test opts into the real model cache."""
+"""Shared test setup: helper modules in tests/ are importable, the hub is off, and a real PostgreSQL
+server is at hand. Tests give every run its own database (`--db` under tmp_path); LOGWARDEN_HOME
+stays the user's, so the embedded model is assembled once into its cache and shared."""
 
 import os
 import sys
