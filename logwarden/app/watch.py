@@ -26,6 +26,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,6 +129,21 @@ class WatchStats:
                 f"last: {self.last_record}")
 
 
+@contextmanager
+def stop_signals(on_signal: Callable[[], None]) -> Iterator[None]:
+    """Inside the block, SIGINT and SIGTERM call `on_signal` (a request to stop) instead of their
+    handlers. Outside the main thread, where Python cannot set handlers, signals stay as they are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, lambda *_: on_signal()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 class _Wake(FileSystemEventHandler):
     def __init__(self, event: threading.Event):
         self._event = event
@@ -169,7 +185,7 @@ class Watcher:
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def stop(self, *_args) -> None:
+    def stop(self) -> None:
         self._stop.set()
         self._wake.set()
 
@@ -179,20 +195,17 @@ class Watcher:
         for folder in self.folders:
             observer.schedule(_Wake(self._wake), str(folder), recursive=True)
         observer.start()
-        previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGINT, signal.SIGTERM)} \
-            if threading.current_thread() is threading.main_thread() else {}
         deadline = time.monotonic() + max_seconds if max_seconds else None
         try:
-            while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                self.poll()
-                self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
-                self._wake.clear()
-            self.poll(final=True)
+            with stop_signals(self.stop):
+                while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                    self.poll()
+                    self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
+                    self._wake.clear()
+                self.poll(final=True)
         finally:
             observer.stop()
             observer.join(timeout=5)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
             self.pipeline.finish("stopped")
         return self.stats
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import signal
 import threading
-from contextlib import contextmanager
 
 import click
 
@@ -38,7 +36,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
           **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
-    from logwarden.app.watch import Watcher
+    from logwarden.app.watch import Watcher, stop_signals
 
     settings = get_settings()
     engine_opts = make_engine_options(engine_kw)
@@ -50,8 +48,10 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     options = RunOptions(rules_only=rules_only, llm_policy="suspicious", max_batch=engine_opts.max_batch,
                          commit_every_windows=None, window_max_lines=settings.window_max_lines, sigma=sigma_paths,
                          window_max_gap_s=settings.window_max_gap_s, prompt_token_budget=settings.prompt_token_budget)
+    # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
+    # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
     stop = threading.Event()
-    with _stop_requests(stop):
+    with stop_signals(stop.set):
         pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
         watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
                           max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
@@ -60,22 +60,6 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
         err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
         stats = watcher.run(max_seconds=max_seconds)
     err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
-
-
-@contextmanager
-def _stop_requests(stop: threading.Event):
-    """SIGINT/SIGTERM set `stop` from the moment the watcher's run is made, before it follows
-    anything: a service manager's stop during set-up ends the run `stopped` with exit 0, as it would
-    a minute later, rather than `aborted` (the watcher's own handlers take over while it runs)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _status_printer():
