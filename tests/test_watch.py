@@ -160,6 +160,6 @@ def test_a_sigterm_while_the_watcher_is_set_up_stops_its_run_cleanly(tmp_path, m
     db = f"sqlite:///{tmp_path / 'lw.db'}"
     result = CliRunner().invoke(cli, ["watch", str(folder), "--rules-only", "--from-start", "--db", db])
     assert result.exit_code == 0, result.output
-    runs = open_store(db).list_runs()
-    assert [run.status for run in runs] == ["stopped"]
-    assert covered(accounted(open_store(db), folder / "auth.log")) == list(range(1, 11))  # its final poll read them
+    store = open_store(db)
+    assert [run.status for run in store.list_runs()] == ["stopped"]
+    assert covered(accounted(store, folder / "auth.log")) == list(range(1, 11))  # its final poll read them
