@@ -61,8 +61,8 @@ def log_files(folder: Path) -> list[Path]:
 
 
 def raw_lines(files: list[Path]) -> list[str]:
+    from logwarden.app.events import LogLine
     from logwarden.app.ingest import read_lines
-    from logwarden.app.models import LogLine
 
     return [item.text for path in files for item in read_lines(path) if isinstance(item, LogLine)]
 
@@ -112,9 +112,9 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
+    from bench_common import embedded_tokenizer_folder
     from transformers import AutoTokenizer
 
-    from bench_common import embedded_tokenizer_folder
     from logwarden.prompts import system_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(embedded_tokenizer_folder())

@@ -25,11 +25,11 @@ def measure(lines_per_file: int) -> dict[str, float]:
     """{file name: events per CPU second} for the tree this process imports."""
     from ingest import ensure_logs
 
-    from logwarden.app.cli import tune_gc
     from logwarden.app.detect import load_rules
     from logwarden.app.detect.detector import Detector
-    from logwarden.app.models import LogLine
+    from logwarden.app.events import LogLine
     from logwarden.app.parse import parse_stream
+    from logwarden.cli.main import tune_gc
 
     tune_gc()
     rules = load_rules()

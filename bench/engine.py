@@ -71,11 +71,13 @@ def _requests(rows: list[dict]):
 # ---- phases (each in its own process) ------------------------------------------------------
 
 def phase_llamacpp(args: argparse.Namespace, rows: list[dict]) -> dict:
+    from logwarden.app.backends import resolve_adapter
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
     began = time.perf_counter()
-    engine = load_engine(engine="llamacpp", threads=args.threads, max_batch=args.slots,
+    engine = load_engine(engine="llamacpp", adapter=resolve_adapter("embedded", None), threads=args.threads,
+                         max_batch=args.slots,
                          cache_dir=get_settings().model_cache)
     out: dict[str, Any] = {"load_s": time.perf_counter() - began, "describe": engine.describe()}
     out["triage"] = triage_ttft(engine)
@@ -90,17 +92,19 @@ def phase_llamacpp_base(args: argparse.Namespace, rows: list[dict]) -> dict:
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
-    engine = load_engine(engine="llamacpp", adapter="none", threads=args.threads, max_batch=1,
+    engine = load_engine(engine="llamacpp", adapter=None, threads=args.threads, max_batch=1,
                          cache_dir=get_settings().model_cache)
     return {"stream": stream_one(engine, _requests(rows)[0], args.max_new_tokens, warm=True)}
 
 
 def phase_transformers(args: argparse.Namespace, rows: list[dict]) -> dict:
+    from logwarden.app.backends import resolve_adapter
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
     began = time.perf_counter()
-    engine = load_engine(engine="transformers", threads=args.threads, max_batch=8,
+    engine = load_engine(engine="transformers", adapter=resolve_adapter("embedded", None), threads=args.threads,
+                         max_batch=8,
                          cache_dir=get_settings().model_cache)
     out: dict[str, Any] = {"load_s": time.perf_counter() - began, "describe": engine.describe()}
     out["triage"] = triage_ttft(engine)
@@ -113,8 +117,8 @@ def phase_transformers(args: argparse.Namespace, rows: list[dict]) -> dict:
 def phase_peer(args: argparse.Namespace, rows: list[dict]) -> dict:
     """llama-server's own decode speed: one request at a time, no grammar, no adapter."""
     import httpx
-
     from _server_helpers import LlamaServer
+
     from logwarden.app.config import get_settings
     from logwarden.engine.load import resolve_gguf
 

@@ -73,7 +73,7 @@ def pipeline(files: list[Path], db_dir: Path, profile: bool) -> tuple[dict, floa
 
 
 def main() -> int:
-    from logwarden.app.cli import tune_gc
+    from logwarden.cli.main import tune_gc
 
     tune_gc()  # as the CLI runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -30,7 +30,7 @@ def users(n: int) -> list[str]:
 
 
 def measure(slots: int, threads: int | None, new_tokens: int) -> tuple[float, float]:
-    engine = load_engine(engine="llamacpp", adapter="none", threads=threads, max_batch=slots, slots=slots,
+    engine = load_engine(engine="llamacpp", adapter=None, threads=threads, max_batch=slots, slots=slots,
                          cache_dir=get_settings().model_cache)
     requests = [Request(system_prompt(), u) for u in users(slots)]
     schema = assessment_json_schema()

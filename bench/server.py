@@ -70,7 +70,7 @@ def run_local(paths: list[Path], options: RunOptions, threads: int) -> ArmResult
     from logwarden.engine.load import load_engine
 
     began = time.perf_counter()
-    engine = load_engine(model="embedded", adapter="none", threads=threads, max_batch=options.max_batch,
+    engine = load_engine(model="embedded", adapter=None, threads=threads, max_batch=options.max_batch,
                          cache_dir=get_settings().model_cache)  # the GGUF the server serves
     load_s = time.perf_counter() - began
     result = run_pipeline("local", engine, paths, options)

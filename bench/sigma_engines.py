@@ -49,8 +49,8 @@ BATCH = 2000
 
 
 def read_events(path: Path) -> list:
+    from logwarden.app.events import ErrorRow
     from logwarden.app.ingest import TailRead
-    from logwarden.app.models import ErrorRow
     from logwarden.app.parse import parse_stream
 
     lines = [line for line in TailRead(path, max_line_bytes=64 * 1024 * 1024) if not isinstance(line, ErrorRow)]
@@ -164,7 +164,7 @@ def noise_record(rng: random.Random) -> dict:
 
 
 def noise_events(n: int, seed: int) -> list:
-    from logwarden.app.models import LogLine
+    from logwarden.app.events import LogLine
     from logwarden.app.parse import parse_lines
 
     rng = random.Random(seed)
@@ -215,12 +215,12 @@ def run_logwarden(ruleset, events: list, profile: bool) -> tuple[float, float, C
 def sqlite_queries(ruleset) -> tuple[dict[str, str], int]:
     """rule id → SQL, by pySigma's SQLite backend with the Sysmon + Windows logsource pipelines
     (converted once, then cached beside the compiled packs: conversion is not what is measured)."""
+    import hashlib
+
     from sigma.backends.sqlite import sqliteBackend
     from sigma.collection import SigmaCollection
     from sigma.pipelines.sysmon import sysmon_pipeline
     from sigma.pipelines.windows import windows_logsource_pipeline
-
-    import hashlib
 
     key = hashlib.sha256("|".join(sorted(r.key for r in ruleset.rules)).encode()).hexdigest()[:16]
     cached = _cache_dir() / f"sqlite-queries-{key}.json"

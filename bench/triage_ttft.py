@@ -53,11 +53,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--adapter", default=None, help="as `--adapter` of the CLI (default: the model's default)")
     args = parser.parse_args()
+    from logwarden.app.backends import resolve_adapter
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
     began = time.perf_counter()
-    engine = load_engine(engine="llamacpp", adapter=args.adapter, threads=args.threads, max_batch=4,
+    engine = load_engine(engine="llamacpp", adapter=resolve_adapter("embedded", args.adapter), threads=args.threads, max_batch=4,
                          cache_dir=get_settings().model_cache)
     load_s = time.perf_counter() - began
     rows = [measure(engine, case, line) for case, line in

@@ -106,7 +106,7 @@ def sqlite_store(tmp: Path, name: str) -> str:
 
 
 def main() -> int:
-    from logwarden.app.cli import tune_gc
+    from logwarden.cli.main import tune_gc
 
     tune_gc()  # as the CLI runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,10 +127,9 @@ def main() -> int:
     try:
         measure("rules-only", source_lines(args.lines), stores)
         if args.model:
-            from logwarden.app.config import get_settings
-            from logwarden.engine.load import load_engine
+            from logwarden.app.backends import EngineOptions, open_engine
 
-            engine = load_engine(model="embedded", threads=args.threads, cache_dir=get_settings().model_cache)
+            engine = open_engine(EngineOptions(model="embedded", threads=args.threads))
             measure("embedded model (suspicious policy)", source_lines(args.model_lines), stores, engine)
     finally:
         if cluster is not None:

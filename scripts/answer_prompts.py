@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from device_job import generate  # noqa: E402
 
-from logwarden.adapters import resolve_adapter  # noqa: E402
+from logwarden.app.backends import resolve_adapter  # noqa: E402
 from logwarden.app.config import get_settings  # noqa: E402
 from logwarden.engine.embedded import PACKS, ensure_converted  # noqa: E402
 

@@ -16,6 +16,7 @@ import json
 import time
 from pathlib import Path
 
+from logwarden.app.backends import resolve_adapter
 from logwarden.app.config import get_settings
 from logwarden.app.grounding import ground
 from logwarden.app.pipeline import Pipeline, RunOptions
@@ -67,7 +68,7 @@ def main() -> None:
     args = ap.parse_args()
     report = {}
     for name, adapter in (("base", "none"), ("security-v2", None)):
-        engine = load_engine(model="embedded", adapter=adapter, quant="fp32", threads=args.threads, max_batch=8,
+        engine = load_engine(model="embedded", adapter=resolve_adapter("embedded", adapter), quant="fp32", threads=args.threads, max_batch=8,
                              cache_dir=get_settings().model_cache)
         picks = first_prompts([ROOT / "sample_logs" / s for s in SAMPLES] + [realdata_dir() / h for h in HELDOUT],
                               engine.count_tokens)

@@ -9,7 +9,7 @@ and writes everything to --out. Scoring happens back on the CPU machine (scripts
 through the unchanged pipeline via `ReplayEngine`.
 
 The same script runs on a CPU with a tiny random model for a dress rehearsal
-(`--model-folder DIR --quant fp32 --decoder eager`, tests/test_device_job.py), so the one
+(`--model-folder DIR --quant fp32 --decoder eager`, tests/train/test_device_job.py), so the one
 H200 session cannot fail on a bug.
 """
 
@@ -27,9 +27,10 @@ EMBEDDED_SHA = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32
 
 
 def convert(gguf: Path, folder: Path) -> None:
-    from logwarden.engine.embedded import _drop_gguf_quantizer
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from logwarden.engine.embedded import _drop_gguf_quantizer
 
     if (folder / "config.json").is_file():
         return
@@ -90,7 +91,7 @@ def generate(folder: Path, adapter: Path | None, sets: dict[str, list[dict]], ou
     from logwarden.engine.load import load_engine
     from logwarden.schemas import assessment_json_schema
 
-    engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else "none", quant=args.quant,
+    engine = load_engine(model=str(folder), adapter=str(adapter) if adapter else None, quant=args.quant,
                          max_batch=args.max_batch, cache_kind="dynamic" if args.decoder == "eager" else "static",
                          decoder=args.decoder)
     engine.token_budget = 10**9  # an H200 holds 128 rows of 0.5B KV easily; fewer, fuller batches

@@ -13,7 +13,7 @@
 
     python scripts/device_prepare.py [--skip-slices] [--n 4000] [--seed 7]
 
-The CPU dress rehearsal (tests/test_device_job.py) runs it with `--tiny --labels <a few sample
+The CPU dress rehearsal (tests/train/test_device_job.py) runs it with `--tiny --labels <a few sample
 files> --split <a split holding out a few realdata files>`.
 """
 

@@ -22,7 +22,13 @@ import sys
 from pathlib import Path
 
 from logwarden.app.evaluate import (
-    LabelledUnit, ScoredRecord, filter_units, labelled_files, load_labels, run_eval, score,
+    LabelledUnit,
+    ScoredRecord,
+    filter_units,
+    labelled_files,
+    load_labels,
+    run_eval,
+    score,
 )
 from logwarden.app.postprocess import Provenance, assess_window, result_of
 from logwarden.engine.api import Generation, GenStats

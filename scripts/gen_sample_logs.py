@@ -1484,7 +1484,7 @@ def win_service_logon(ctx: Ctx) -> Lines:
 
 
 def win_kerberos(ctx: Ctx) -> Lines:
-    user, (ws, ip) = ctx.pick(DOMAIN_USERS), ctx.pick(WORKSTATIONS)
+    user, (_ws, ip) = ctx.pick(DOMAIN_USERS), ctx.pick(WORKSTATIONS)
     base = {"TargetUserName": user, "TargetDomainName": "CORP.EXAMPLE.COM", "IpAddress": f"::ffff:{ip}",
             "IpPort": str(ctx.port()), "Status": "0x0", "TicketEncryptionType": "0x12"}
     if ctx.rng.random() < 0.5:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from logwarden.app.models import LogLine
+from logwarden.app.events import LogLine
 
 SSHD = [
     "Dec 10 06:55:46 LabSZ sshd[24200]: reverse mapping checking getaddrinfo for "

@@ -37,3 +37,16 @@ def write_logs(folder: Path) -> dict[str, int]:
     good = gzip.compress(("\n".join(auth_lines()) + "\n").encode())
     (folder / "broken.log.gz").write_bytes(good[: len(good) // 2])
     return {"auth.log": len(auth_lines()), "access.log": len(access_lines()), "access.log.1.gz": 25}
+
+
+# CSIC 2010 style raw HTTP requests (method line, headers, blank line, body), as `http_request` parses them.
+RAW_REQUESTS = [
+    "GET http://localhost:8080/tienda1/publico/anadir.jsp?id=2&nombre=Jam%F3n&cantidad=%27%3B+DROP+TABLE+usuarios HTTP/1.1",
+    "User-Agent: Mozilla/5.0 (compatible; Konqueror/3.5; Linux) KHTML/3.5.8 (like Gecko)",
+    "Pragma: no-cache", "Cache-control: no-cache", "Host: localhost:8080", "Connection: close", "",
+    "POST http://localhost:8080/tienda1/publico/autenticar.jsp HTTP/1.1",
+    "User-Agent: sqlmap/1.7.2#stable (https://sqlmap.org)",
+    "Content-Type: application/x-www-form-urlencoded", "Content-Length: 68", "",
+    "modo=entrar&login=bob%27+or+%271%27%3D%271&pwd=x&remember=on&B1=Entrar", "",
+    "GET /tienda1/index.jsp HTTP/1.1", "Host: localhost:8080", "",
+]

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from _repo import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
 PACK_FOLDERS = ("rules", "rules-emerging-threats", "rules-threat-hunting", "rules-placeholder")
 
 

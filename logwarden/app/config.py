@@ -1,5 +1,7 @@
 """One `Settings` object, read from environment variables (`LOGWARDEN_*`) and an optional
-`logwarden.toml`/`.env`; CLI options override it. Nothing else reads the environment."""
+`logwarden.toml`/`.env`; CLI options override it. Nothing else reads the environment, and every
+run default lives here once: `RunOptions.from_settings` (pipeline) and `EngineOptions.from_settings`
+(backends) read it, so a setting reaches analyze, watch, triage, eval and the UI alike."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from logwarden.engine.api import MAX_BATCH
 
 
 def _default_home() -> Path:
@@ -29,8 +33,8 @@ class Settings(BaseSettings):
     adapter: str | None = None  # None = the default for the model ("none" disables)
     quant: str = "auto"
     threads: int | None = None  # CPU threads (llama.cpp or torch); None = the engine's default
-    max_batch: int = 8
-    max_new_tokens: int = 256
+    max_batch: int = MAX_BATCH
+    max_new_tokens: int = 320  # the answer's token budget (analyze, watch, triage, eval, the UI)
 
     # windowing / prompt
     window_max_lines: int = 2000
@@ -60,6 +64,12 @@ class Settings(BaseSettings):
     @property
     def model_cache(self) -> Path:
         return self.home / "models"
+
+
+def declared(name: str):
+    """A setting's default as `Settings` declares it, for code that has no settings object at hand
+    (dataclass defaults, library calls): the one place every default is written."""
+    return Settings.model_fields[name].get_default(call_default_factory=True)
 
 
 @lru_cache(maxsize=1)

@@ -26,8 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
+from logwarden.app.events import Event, Signal
 from logwarden.app.mine import SourceMiner, Window
-from logwarden.app.models import Event, Signal
+from logwarden.engine.api import Request
+from logwarden.prompts import system_prompt, user_prompt
+from logwarden.schemas.assessment import answer_schema
 
 TokenCounter = Callable[[str], int]
 
@@ -120,6 +123,16 @@ class DigestPart:
     shown_lines: list[int]  # lines shown with an L id
     index: int = 1
     total: int = 1
+
+    @property
+    def prompt(self) -> str:
+        """The user turn: this part fenced as untrusted data."""
+        return user_prompt(self.text)
+
+    def request(self) -> Request:
+        """What the engine is asked: the fixed system prefix, this part, and a grammar that admits
+        only the evidence ids this part shows (the pipeline's and triage's one request builder)."""
+        return Request(system=system_prompt(), user=self.prompt, schema=answer_schema(self.refs))
 
 
 @dataclass(slots=True)

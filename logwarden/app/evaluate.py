@@ -22,6 +22,7 @@ nothing of the CLI, tables or the model's internals.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -255,18 +256,17 @@ class EvalRun:
 
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
-             name: str = "rules-only", llm_policy: str = "suspicious", max_batch: int = 8,
-             max_prompts_per_window: int | None | str = "default", sigma: Sequence[str] = ()) -> EvalRun:
+             name: str = "rules-only", options=None, **overrides) -> EvalRun:
     """Analyse `paths` into a throw-away SQLite store and score the records it produced.
-    `max_prompts_per_window`: the pipeline's default unless given (None: as many as rare lines need)."""
+    `options`: the run options (`RunOptions.from_settings`; default: the declared defaults);
+    `overrides` replace some of them (`llm_policy`, `max_prompts_per_window`, `sigma`, …)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
-    # labelled files are complete: an unterminated last line is a line to score, not one to hold back
-    options = RunOptions(rules_only=engine is None, llm_policy=llm_policy, max_batch=max_batch, sigma=tuple(sigma),
-                         final=True)
-    if max_prompts_per_window != "default":
-        options.max_prompts_per_window = max_prompts_per_window
+    # Labelled files are complete (an unterminated last line is a line to score, not one to hold
+    # back) and are scored by their paths (no node prefix).
+    options = dataclasses.replace(options or RunOptions(), **overrides, rules_only=engine is None, final=True,
+                                  node=None)
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
         store = open_store(f"sqlite:///{tmp}/eval.db")
         try:

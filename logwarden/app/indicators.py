@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from logwarden.app.models import Event
+from logwarden.app.events import Event
 from logwarden.schemas import Indicators
 from logwarden.schemas.record import LIST_MAX
 

@@ -20,7 +20,7 @@ from drain3.masking import AbstractMaskingInstruction
 from drain3.memory_buffer_persistence import MemoryBufferPersistence
 from drain3.template_miner_config import TemplateMinerConfig
 
-from logwarden.app.models import Event
+from logwarden.app.events import Event
 
 # Similarity 0.4 (drain3's default) merged "Failed password …" with "Disconnected from
 # authenticating user …" on sshd logs (FACTS.md); 0.5 keeps security-relevant variants apart.

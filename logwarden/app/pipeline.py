@@ -20,26 +20,35 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
+from logwarden.app.config import Settings, declared
 from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
-from logwarden.errors import LogwardenError
+from logwarden.app.events import ErrorRow, LogLine, Signal
 from logwarden.app.ingest import (
-    DEFAULT_MAX_LINE_BYTES, Fingerprint, TailRead, fingerprint_of, identify, is_compressed, is_rotated_name,
-    iter_files, next_generation, read_head, source_name,
+    DEFAULT_MAX_LINE_BYTES,
+    Fingerprint,
+    TailRead,
+    fingerprint_of,
+    identify,
+    is_compressed,
+    is_rotated_name,
+    iter_files,
+    next_generation,
+    read_head,
+    source_name,
 )
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.models import ErrorRow, LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
 from logwarden.app.store import SourceState, Store, WindowRow
-from logwarden.engine.api import Engine, Request
+from logwarden.engine.api import Engine
 from logwarden.engine.sizing import cuda_batch
-from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
-from logwarden.schemas.assessment import answer_schema
+from logwarden.errors import LogwardenError
+from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
 
 log = logging.getLogger(__name__)
@@ -59,11 +68,11 @@ BREAKER_FAILURES = 5
 class RunOptions:
     rules_only: bool = False
     llm_policy: str = "suspicious"
-    max_batch: int = 8
-    max_new_tokens: int = 320
-    window_max_lines: int = 2000
-    window_max_gap_s: float = 900.0
-    prompt_token_budget: int = 700
+    max_batch: int = declared("max_batch")
+    max_new_tokens: int = declared("max_new_tokens")
+    window_max_lines: int = declared("window_max_lines")
+    window_max_gap_s: float = declared("window_max_gap_s")
+    prompt_token_budget: int = declared("prompt_token_budget")
     # A window with more rare lines than one prompt holds is split; at most this many prompts each
     # (None: as many as its rare lines need). The rare lines left out count against coverage.
     max_prompts_per_window: int | None = 4
@@ -83,6 +92,15 @@ class RunOptions:
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
+        """The settings' run defaults, with the options a command was given (None = not given)."""
+        options = cls(max_batch=settings.max_batch, max_new_tokens=settings.max_new_tokens,
+                      window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
+                      prompt_token_budget=settings.prompt_token_budget, node=settings.node,
+                      quiet_final_s=settings.watch_partial_line_timeout_s)
+        return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
 @dataclass(slots=True)
@@ -177,7 +195,6 @@ class _Pending:
     window: Window
     signals: list[Signal]
     parts: list[DigestPart]
-    prompts: list[str]
 
 
 @dataclass(slots=True)
@@ -186,7 +203,6 @@ class _Ask:
 
     owner: int  # index of its window in the batch
     part: DigestPart
-    prompt: str
 
 
 @dataclass(slots=True)
@@ -217,9 +233,7 @@ class Pipeline:
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
         self._started = time.perf_counter()
         self.run_id = store.start_run(command=command, config=self._config())
-        self.provenance = Provenance(
-            model=getattr(self.engine, "model_name", None), adapter=getattr(self.engine, "adapter_name", None),
-            prompt_version=PROMPT_VERSION, run_id=self.run_id)
+        self.provenance = Provenance.of(self.engine, self.run_id)
 
     def _config(self) -> dict:
         opts = {k: getattr(self.options, k) for k in self.options.__slots__}
@@ -345,9 +359,8 @@ class Pipeline:
             self._store_window(window, signals, None)
             return
         parts = self._parts(digest)
-        prompts = [user_prompt(part.text) for part in parts]
-        self.metrics.digest_chars += sum(map(len, prompts))
-        self._pending.append(_Pending(window, signals, parts, prompts))
+        self.metrics.digest_chars += sum(len(part.prompt) for part in parts)
+        self._pending.append(_Pending(window, signals, parts))
         if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
             self._flush()
             if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
@@ -397,8 +410,7 @@ class Pipeline:
         self._buffer.sources += settled
 
     def _assess_pending(self, pending: Sequence[_Pending]) -> None:
-        asks = [_Ask(i, part, prompt) for i, item in enumerate(pending)
-                for part, prompt in zip(item.parts, item.prompts)]
+        asks = [_Ask(i, part) for i, item in enumerate(pending) for part in item.parts]
         results = self._assess(asks)
         for i, item in enumerate(pending):
             self._store_window(item.window, item.signals, [r for a, r in zip(asks, results) if a.owner == i])
@@ -415,8 +427,7 @@ class Pipeline:
 
     def _call(self, asks: Sequence[_Ask]) -> list[LLMResult]:
         """Each prompt carries its own schema: its evidence ids are the ones its digest part shows."""
-        requests = [Request(system=system_prompt(), user=ask.prompt, schema=answer_schema(ask.part.refs))
-                    for ask in asks]
+        requests = [ask.part.request() for ask in asks]
         self.metrics.llm_calls += len(requests)
         self.progress("llm_calls", len(requests))
         try:

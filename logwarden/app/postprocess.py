@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from logwarden.app import attack
+from logwarden.app.events import Event, Signal
 from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
 from logwarden.app.mine import Window
-from logwarden.app.models import Event, Signal
+from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import Finding
 from logwarden.schemas.record import (
@@ -94,6 +95,12 @@ class Provenance:
     adapter: str | None
     prompt_version: str
     run_id: str | None = None
+
+    @classmethod
+    def of(cls, engine, run_id: str | None = None) -> Provenance:
+        """What made a run's records: the engine's model and adapter (none for rules-only) and the prompt version."""
+        return cls(model=getattr(engine, "model_name", None), adapter=getattr(engine, "adapter_name", None),
+                   prompt_version=PROMPT_VERSION, run_id=run_id)
 
 
 @dataclass(slots=True)

@@ -14,15 +14,14 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from logwarden.app.config import declared
 from logwarden.app.detect import Detector, RuleSet, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
+from logwarden.app.events import LogLine, Signal
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.models import LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
 from logwarden.engine.api import Engine, Generation, Request, TextStream
-from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
-from logwarden.schemas.assessment import answer_schema
 from logwarden.schemas.record import RiskRecord
 
 MAX_SNIPPET_LINES = 2000
@@ -60,7 +59,7 @@ class Triage:
 
     @property
     def prompts(self) -> list[str]:
-        return [user_prompt(part.text) for part in self.parts]
+        return [part.prompt for part in self.parts]
 
     @property
     def prompt(self) -> str:
@@ -68,10 +67,9 @@ class Triage:
         return self.prompts[0]
 
     def requests(self) -> list[Request]:
-        return [Request(system=system_prompt(), user=user_prompt(part.text), schema=answer_schema(part.refs))
-                for part in self.parts]
+        return [part.request() for part in self.parts]
 
-    def stream(self, engine: Engine, *, max_new_tokens: int = 320) -> PartsStream:
+    def stream(self, engine: Engine, *, max_new_tokens: int = declared("max_new_tokens")) -> PartsStream:
         return PartsStream([engine.stream(request, max_new_tokens=max_new_tokens) for request in self.requests()])
 
     def results(self, stream: TextStream | None) -> list[LLMResult] | None:
@@ -82,12 +80,10 @@ class Triage:
 
     def records(self, stream: TextStream | None, engine: Engine | None) -> list[RiskRecord]:
         """Records of the snippet; a rules-only record when the model failed. May be empty (benign)."""
-        prov = Provenance(model=getattr(engine, "model_name", None), adapter=getattr(engine, "adapter_name", None),
-                          prompt_version=PROMPT_VERSION, run_id=None)
-        return build_records(self.window, self.signals, self.results(stream), prov)
+        return build_records(self.window, self.signals, self.results(stream), Provenance.of(engine))
 
 
-def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
+def prepare(text: str, *, budget_tokens: int = declared("prompt_token_budget"), count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
             rules: RuleSet | None = None) -> Triage:
     """A pasted snippet (at most `MAX_SNIPPET_LINES` lines) → one prepared window."""
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
@@ -97,7 +93,7 @@ def prepare(text: str, *, budget_tokens: int = 700, count_tokens: Callable[[str]
                          shown_source=SNIPPET_SOURCE)
 
 
-def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = 700,
+def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = declared("prompt_token_budget"),
                   count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
                   max_parts: int | None = None, rules: RuleSet | None = None, shown_source: str | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.

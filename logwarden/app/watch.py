@@ -33,14 +33,23 @@ from pathlib import Path
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from logwarden.errors import InputError
+from logwarden.app.events import ErrorRow, LogLine
 from logwarden.app.ingest import (
-    Fingerprint, TailRead, fingerprint_of, identify, is_compressed, iter_files, key_of, next_generation, read_head,
-    source_name, undecided,
+    Fingerprint,
+    TailRead,
+    fingerprint_of,
+    identify,
+    is_compressed,
+    iter_files,
+    key_of,
+    next_generation,
+    read_head,
+    source_name,
+    undecided,
 )
-from logwarden.app.models import ErrorRow, LogLine
 from logwarden.app.pipeline import Pipeline
 from logwarden.app.store import SourceState
+from logwarden.errors import InputError
 
 log = logging.getLogger(__name__)
 SCAN_INTERVAL_S = 1.0

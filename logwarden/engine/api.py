@@ -10,6 +10,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+MAX_BATCH = 8  # prompts per engine call by default (llama.cpp runs up to 4 of them as parallel slots)
+
 
 @dataclass(frozen=True, slots=True)
 class Request:

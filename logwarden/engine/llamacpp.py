@@ -16,8 +16,8 @@ Does not know: logs, prompts' content, where the GGUF came from (`load.py`), pef
 from __future__ import annotations
 
 import json
-import os
 import logging
+import os
 import queue
 import resource
 import shutil

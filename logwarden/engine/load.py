@@ -6,7 +6,7 @@ on CUDA, for non-GGUF weights and whenever a transformers-only option is asked f
 spec (`embedded`, `embedded-1.5b`, a local folder, a `.gguf` file, a Hugging Face id already in
 the local cache) into what that engine loads — for llama.cpp the verified GGUF itself and the
 adapter converted to a GGUF LoRA, for transformers weights on a device in the requested precision
-with an optional peft adapter. Everything is offline; a missing model raises `ModelError` saying
+with an optional peft adapter (a path the caller resolved; None = the plain model). Everything is offline; a missing model raises `ModelError` saying
 how to get it. torch is imported only on the transformers path. Does not know: generation,
 prompts, logs.
 """
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from logwarden.adapters import resolve_adapter
-from logwarden.errors import ConfigError, ModelError
+from logwarden.engine.api import MAX_BATCH
 from logwarden.engine.embedded import PACKS, ensure_converted, ensure_gguf
+from logwarden.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     import torch
@@ -250,7 +250,7 @@ def _cuda_usable() -> bool:
 # ---- loading ---------------------------------------------------------------------------------
 
 def load_engine(*, engine: str = "auto", model: str = "embedded", adapter: str | None = None,
-                quant: str = "auto", threads: int | None = None, device: str | None = None, max_batch: int = 8,
+                quant: str = "auto", threads: int | None = None, device: str | None = None, max_batch: int = MAX_BATCH,
                 slots: int | None = None, attn: str | None = None, merge_adapter: bool | None = None,
                 cache_dir: Path | None = None, cache_kind: str | None = None,
                 decoder: str | None = None) -> LocalEngine | LlamaCppEngine:
@@ -278,7 +278,6 @@ def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, thread
     from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
 
     _check_threads(threads)
-    adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
     source = resolve_gguf(model, cache_dir=cache_dir)
     gguf = source.path / source.gguf_file
     lora = _gguf_lora(Path(adapter).expanduser(), read_metadata(gguf), cache_dir) if adapter else None
@@ -296,7 +295,7 @@ def _gguf_lora(adapter: Path, metadata: dict[str, Any], cache_dir: Path | None) 
 
 
 def load_transformers(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
-                      threads: int | None = None, device: str | None = None, max_batch: int = 8,
+                      threads: int | None = None, device: str | None = None, max_batch: int = MAX_BATCH,
                       attn: str | None = None, merge_adapter: bool | None = None, cache_dir: Path | None = None,
                       cache_kind: str | None = None, decoder: str | None = None) -> LocalEngine:
     """`cache_kind`/`decoder` None = what measured fastest on the device: static cache and decode
@@ -309,7 +308,6 @@ def load_transformers(*, model: str = "embedded", adapter: str | None = None, qu
     from logwarden.engine.local import EngineInfo, LocalEngine
 
     set_threads(threads)
-    adapter = resolve_adapter(model, adapter)  # None → the model's shipped default, "none" → no adapter
     dev = resolve_device(device)
     source = resolve_model(model, cache_dir=cache_dir)
     mode = resolve_quant(quant, dev)

@@ -17,14 +17,13 @@ from typing import Any
 
 import torch
 
-from logwarden.errors import ConfigError, ModelError
-from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
+from logwarden.engine.api import MAX_BATCH, Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.constrained import BatchConstraint, GrammarCache
 from logwarden.engine.cuda_graphs import GraphDecoder
 from logwarden.engine.detok import Detokenizer
 from logwarden.engine.generate import BatchPlan, Step, run_batch
 from logwarden.engine.prefix_cache import PrefixCache, PrefixKV, SplitPrompt, prefill_prefix, split_prompt
-
+from logwarden.errors import ConfigError, ModelError
 
 STATIC_BUCKET = 256
 
@@ -59,7 +58,7 @@ class _Tally:
 
 
 class LocalEngine:
-    def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = 8,
+    def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = MAX_BATCH,
                  token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic",
                  decoder: str = "eager", min_new_tokens: int = 0):
         self.model = model.eval()

@@ -18,15 +18,14 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
-from contextlib import aclosing
 from collections.abc import Callable, Coroutine, Iterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import aconnect_sse
 
-from logwarden.errors import ConfigError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.openai_resilience import (
     Endpoint,
@@ -43,6 +42,7 @@ from logwarden.engine.openai_wire import (
     chat_body,
     error_message,
 )
+from logwarden.errors import ConfigError
 
 T = TypeVar("T")
 PieceSink = Callable[[str], None]

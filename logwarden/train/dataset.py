@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logwarden.app.config import declared
+from logwarden.app.detect import shipped_ruleset
 from logwarden.app.digest import DigestPart
+from logwarden.app.events import LogLine, Signal
 from logwarden.app.grounding import ground
 from logwarden.app.mine import Window
-from logwarden.app.models import LogLine, Signal
-from logwarden.app.detect import shipped_ruleset
 from logwarden.app.triage import Triage, prepare_lines
 from logwarden.errors import ConfigError
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
@@ -36,7 +37,7 @@ from logwarden.schemas.assessment import answer_schema
 from logwarden.train.scenarios import Scenario, draw
 from logwarden.train.targets import Truth, answer
 
-PROMPT_TOKEN_BUDGET = 700  # RunOptions.prompt_token_budget's default: train on what production sends
+PROMPT_TOKEN_BUDGET = declared("prompt_token_budget")  # train on what production sends
 DATASET_VERSION = "5"
 TokenCounter = Callable[[str], int]
 

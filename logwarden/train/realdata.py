@@ -41,9 +41,9 @@ from pathlib import Path
 
 from logwarden.app.detect import Detector, shipped_ruleset
 from logwarden.app.digest import DigestPart, build_digest
+from logwarden.app.events import LogLine, Signal
 from logwarden.app.ingest import TailRead
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.models import LogLine, Signal
 from logwarden.app.parse import parse_stream
 from logwarden.app.pipeline import RunOptions, line_limit
 from logwarden.errors import InputError

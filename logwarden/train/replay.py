@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from logwarden.errors import InputError
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
+from logwarden.errors import InputError
 
 BENIGN = json.dumps({"findings": [], "recommendation": "recording"})
 

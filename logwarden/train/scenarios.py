@@ -515,7 +515,7 @@ def benign_web_params(rng: random.Random) -> Scenario:
 
 
 def web_scanner(rng: random.Random) -> Scenario:
-    clock, site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
+    clock, _site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
     tool = rng.choice(("Nikto/2.5.0", "Mozilla/5.0 (compatible; Nmap Scripting Engine)", "gobuster/3.6", "WPScan v3.8.25",
                        "Mozilla/5.0 zgrab/0.x", "Fuzz Faster U Fool v2.1.0"))
     probes = ("/.env", "/.git/config", "/wp-login.php", "/phpmyadmin/", "/admin/", "/backup.zip", "/server-status",
@@ -531,7 +531,7 @@ def web_scanner(rng: random.Random) -> Scenario:
 
 
 def web_credential_stuffing(rng: random.Random) -> Scenario:
-    clock, site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
+    clock, _site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
     endpoint = rng.choice(("/login", "/api/v1/auth/token", "/wp-login.php", "/user/signin"))
     n = rng.randint(20, 90)
     lines = [access_line(clock.tick(0.1, 2), ip, "POST", endpoint, rng.choice((401, 401, 401, 403, 200 if i == n - 1 else 401)),
@@ -543,7 +543,7 @@ def web_credential_stuffing(rng: random.Random) -> Scenario:
 
 
 def web_exfil(rng: random.Random) -> Scenario:
-    clock, site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
+    clock, _site, ip = Clock(rng), rng.choice(SITES), public_ip(rng)
     user = rng.choice(USERS)
     n = rng.randint(15, 50)
     lines = [access_line(clock.tick(0.5, 5), ip, "GET", f"/api/v2/export?table={rng.choice(('customers', 'orders', 'invoices'))}&page={i}",
@@ -624,7 +624,7 @@ def _form(rng: random.Random, payload: str | None = None) -> tuple[str, str]:
 
 def raw_http_attack(rng: random.Random) -> Scenario:
     """A few attack requests of one class among ordinary form posts and page loads, in raw request form."""
-    site, ip = rng.choice(SITES), public_ip(rng)
+    site, _ip = rng.choice(SITES), public_ip(rng)
     kind = rng.choice(sorted(RAW_PAYLOADS))
     risk, techniques, label, payloads = RAW_PAYLOADS[kind]
     ua = rng.choice(BROWSERS)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from logwarden.app import attack
 from logwarden.app.digest import DigestPart
+from logwarden.app.events import Signal
 from logwarden.app.grounding import ground
-from logwarden.app.models import Signal
 from logwarden.app.postprocess import DEFAULT_RECOMMENDATION
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import ANOMALY_MAX, EVIDENCE_MAX, FINDINGS_MAX, RECOMMENDATION_MAX, Finding

@@ -68,7 +68,7 @@ def _open(spec: str, model_name: str | None) -> Engine:
     from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
-    return load_engine(model=spec, adapter="none", cache_dir=get_settings().model_cache)
+    return load_engine(model=spec, adapter=None, cache_dir=get_settings().model_cache)
 
 
 __all__ = ["agrees_with_label", "relabel", "teacher_relabeller"]

@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from logwarden.errors import ConfigError, InputError
 from logwarden.engine.prefix_cache import render
+from logwarden.errors import ConfigError, InputError
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 IGNORE = -100

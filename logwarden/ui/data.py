@@ -20,8 +20,16 @@ import streamlit as st
 
 from logwarden.app.config import Settings
 from logwarden.app.store import (
-    ErrorInfo, IndicatorCount, RecordFilter, ReviewInfo, RunInfo, SourceState, Store, TechniqueCount,
-    TimeCount, open_store,
+    ErrorInfo,
+    IndicatorCount,
+    RecordFilter,
+    ReviewInfo,
+    RunInfo,
+    SourceState,
+    Store,
+    TechniqueCount,
+    TimeCount,
+    open_store,
 )
 from logwarden.schemas import RiskRecord
 from logwarden.ui.text import csv_safe

@@ -14,8 +14,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from logwarden.app.detect.detector import Detector
-from logwarden.app.detect.pack import (CompiledRule, Profile, RuleSet, default_pack_paths, load_placeholders,
-                                       load_ruleset, shipped_pack_path)
+from logwarden.app.detect.pack import (
+    CompiledRule,
+    Profile,
+    RuleSet,
+    default_pack_paths,
+    load_placeholders,
+    load_ruleset,
+    shipped_pack_path,
+)
 from logwarden.app.detect.view import EventView, url_decode
 
 __all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "describe_rules", "load_rules",

@@ -24,7 +24,7 @@ from logwarden.app.detect.dispatch import Dispatch
 from logwarden.app.detect.logsource import Route, route_of
 from logwarden.app.detect.pack import CompiledRule, RuleSet
 from logwarden.app.detect.view import EventView
-from logwarden.app.models import Event, Signal
+from logwarden.app.events import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
 @dataclass(slots=True)

@@ -23,11 +23,14 @@ from typing import Any
 from sigma.pipelines.common import windows_logsource_mapping
 from sigma.pipelines.microsoftxdr.mappings import MICROSOFT_XDR_FIELD_MAPPINGS
 from sigma.pipelines.sysmon.sysmon import sysmon_generic_logsource_eventid_mapping
-from sigma.pipelines.windows.windows import (generic_logsource_to_windows_audit_event_mapping,
-                                             windows_audit_pipeline, windows_generic_category_channel_mapping)
+from sigma.pipelines.windows.windows import (
+    generic_logsource_to_windows_audit_event_mapping,
+    windows_audit_pipeline,
+    windows_generic_category_channel_mapping,
+)
 from sigma.processing.transformations import FieldMappingTransformation
 
-from logwarden.app.models import Event
+from logwarden.app.events import Event
 
 Alias = str | Callable[[Event], Any]
 TEXT_FORMATS = frozenset(("syslog", "rfc5424", "generic", "json", "apache_error"))

@@ -31,8 +31,7 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-from logwarden.app.detect.compile import (Atom, CompileError, Matcher, compile_condition, condition_fields,
-                                         gate_clauses)
+from logwarden.app.detect.compile import Atom, CompileError, Matcher, compile_condition, condition_fields, gate_clauses
 from logwarden.app.detect.logsource import unroutable
 from logwarden.app.detect.taxonomy import LEVEL_ORDER, risk_of, rule_category, techniques_from_tags
 from logwarden.app.detect.translate import IR_VERSION, Placeholders, RuleIR
@@ -197,8 +196,7 @@ def _pysigma_version() -> str:
 def parse_pack(files: Sequence[tuple[str, bytes]], placeholders: Placeholders) -> list[RuleIR]:
     """pySigma reads every file (a broken file is reported, the others go on) → rule IR."""
     from sigma.collection import SigmaCollection
-    from sigma.exceptions import SigmaError
-    from sigma.exceptions import SigmaRuleLocation
+    from sigma.exceptions import SigmaError, SigmaRuleLocation
 
     from logwarden.app.detect.translate import translate_rule
 

@@ -25,18 +25,42 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sigma.conditions import (ConditionAND, ConditionFieldEqualsValueExpression, ConditionNOT, ConditionOR,
-                              ConditionValueExpression)
-from sigma.correlations import (CorrelationConditionAND, CorrelationConditionNOT, CorrelationConditionOR,
-                                SigmaCorrelationCondition, SigmaCorrelationRule, SigmaExtendedCorrelationCondition,
-                                SigmaRuleReference)
+from sigma.conditions import (
+    ConditionAND,
+    ConditionFieldEqualsValueExpression,
+    ConditionNOT,
+    ConditionOR,
+    ConditionValueExpression,
+)
+from sigma.correlations import (
+    CorrelationConditionAND,
+    CorrelationConditionNOT,
+    CorrelationConditionOR,
+    SigmaCorrelationCondition,
+    SigmaCorrelationRule,
+    SigmaExtendedCorrelationCondition,
+    SigmaRuleReference,
+)
 from sigma.exceptions import SigmaError
 from sigma.modifiers import SigmaWideModifier, modifier_mapping
 from sigma.rule import SigmaRule
-from sigma.types import (Placeholder, SigmaBool, SigmaCasedString, SigmaCIDRExpression, SigmaCompareExpression,
-                         SigmaExists, SigmaExpansion, SigmaFieldReference, SigmaNull, SigmaNumber,
-                         SigmaRegularExpression, SigmaRegularExpressionFlag, SigmaString, SigmaTimestampPart,
-                         SpecialChars)
+from sigma.types import (
+    Placeholder,
+    SigmaBool,
+    SigmaCasedString,
+    SigmaCIDRExpression,
+    SigmaCompareExpression,
+    SigmaExists,
+    SigmaExpansion,
+    SigmaFieldReference,
+    SigmaNull,
+    SigmaNumber,
+    SigmaRegularExpression,
+    SigmaRegularExpressionFlag,
+    SigmaString,
+    SigmaTimestampPart,
+    SpecialChars,
+)
 
 IR_VERSION = 3  # bump when the IR changes: cached packs are keyed by it
 # The Sigma specification names UTF-16LE `utf16le` as well as `wide`; pySigma 1.x knows only `wide`.

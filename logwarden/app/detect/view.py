@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from logwarden.app.detect.logsource import Alias
-from logwarden.app.models import Event
-from logwarden.app.parse.jsonlog import cloudtrail_record
+from logwarden.app.events import Event
+from logwarden.app.parse.cloud import cloudtrail_record
 
 ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
 _JSON_FORMATS = frozenset(("json", "cloudtrail", "windows"))

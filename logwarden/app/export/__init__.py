@@ -10,7 +10,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from logwarden.errors import InputError
 from logwarden.app.export.cef import to_cef
 from logwarden.app.export.ecs import to_ecs
 from logwarden.app.export.errors import ForwardError
@@ -18,6 +17,7 @@ from logwarden.app.export.forward import forward_splunk_hec
 from logwarden.app.export.ocsf import to_ocsf
 from logwarden.app.export.splunk import to_splunk_hec
 from logwarden.app.export.syslog import forward_syslog
+from logwarden.errors import InputError
 from logwarden.schemas import RiskRecord
 
 FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")

@@ -11,7 +11,16 @@ Owns: CEF rendering. Does not send (see syslog.py).
 from __future__ import annotations
 
 from logwarden.app.export.common import (
-    CEF_SEVERITY, PRODUCT, VENDOR, VERSION, epoch_ms, event_time, ipv4s, ipv6s, rule_id, title,
+    CEF_SEVERITY,
+    PRODUCT,
+    VENDOR,
+    VERSION,
+    epoch_ms,
+    event_time,
+    ipv4s,
+    ipv6s,
+    rule_id,
+    title,
 )
 from logwarden.schemas import RiskRecord
 

@@ -12,7 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from logwarden.app.export.common import (
-    PRODUCT, SEVERITY_IDS, VERSION, attack_url, event_time, iso_utc, original_lines, rule_id, title, valid_ips,
+    PRODUCT,
+    SEVERITY_IDS,
+    VERSION,
+    attack_url,
+    event_time,
+    iso_utc,
+    original_lines,
+    rule_id,
+    title,
+    valid_ips,
 )
 from logwarden.schemas import RiskRecord
 

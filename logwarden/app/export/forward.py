@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from logwarden.errors import ConfigError
 from logwarden.app.export.errors import ForwardError
+from logwarden.errors import ConfigError
 
 HEC_PATH = "/services/collector/event"
 MAX_BATCH_BYTES = 800_000

@@ -9,7 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from logwarden.app.export.common import (
-    PRODUCT, SEVERITY_IDS, SEVERITY_NAMES, VENDOR, VERSION, epoch_ms, event_time, rule_id, title, valid_ips,
+    PRODUCT,
+    SEVERITY_IDS,
+    SEVERITY_NAMES,
+    VENDOR,
+    VERSION,
+    epoch_ms,
+    event_time,
+    rule_id,
+    title,
+    valid_ips,
 )
 from logwarden.schemas import RiskRecord, risk_rank
 

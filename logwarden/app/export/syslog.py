@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
-from logwarden.errors import ConfigError
 from logwarden.app.export.errors import ForwardError
+from logwarden.errors import ConfigError
 
 FACILITIES = {"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10, "security": 13,
               **{f"local{n}": 16 + n for n in range(8)}}

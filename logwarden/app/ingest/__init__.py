@@ -8,7 +8,13 @@ source it was; a truncated one is a new generation). Knows nothing about log for
 
 from logwarden.app.ingest.files import is_rotated_name, iter_files, rotation_sort_key
 from logwarden.app.ingest.identity import (
-    FINGERPRINT_BYTES, Fingerprint, fingerprint_of, identify, key_of, next_generation, read_head, source_name,
+    FINGERPRINT_BYTES,
+    Fingerprint,
+    fingerprint_of,
+    identify,
+    key_of,
+    next_generation,
+    source_name,
     undecided,
 )
 from logwarden.app.ingest.reader import (
@@ -16,6 +22,7 @@ from logwarden.app.ingest.reader import (
     TailRead,
     is_compressed,
     read_complete_lines,
+    read_head,
     read_lines,
     read_stream,
     sniff_binary,

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 
+from logwarden.app.events import ErrorRow
 from logwarden.errors import InputError
-from logwarden.app.models import ErrorRow
 
 # auth.log.2.gz → ("auth.log", 2); auth.log → ("auth.log", 0)
 _ROTATED = re.compile(r"^(?P<base>.+?)\.(?P<n>\d{1,4})(?P<ext>\.(?:gz|bz2|xz|zst))?$")

@@ -12,7 +12,7 @@ read from line 1. Inodes alone lie: they are reused, and a compressed or copied 
 A source's *name* is its path when first seen, prefixed with a node name (`web01:/var/log/auth.log`)
 when one is set: in a store shared by several hosts the same path is another file on each.
 
-Owns: source names, fingerprints, reading a file's head, and the matching rule. Knows nothing
+Owns: source names, fingerprints, a stream's head, and the matching rule. Knows nothing
 about where known sources are stored (they come in as `Known` objects) or how files are followed.
 """
 
@@ -29,7 +29,7 @@ from typing import Protocol
 FINGERPRINT_BYTES = 4096
 PREFIX_BYTES = 64  # a second, short fingerprint: tells a new file from a copy being written at once
 # What a damaged compressed stream raises mid-read (BadGzipFile is an OSError).
-_READ_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
+READ_ERRORS = (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError)
 EVTX_HEADER_BYTES = 4096 + 512  # the file header and the first chunk's header change as events are added
 
 
@@ -128,17 +128,6 @@ def next_generation(known: Iterable[Known], name: str, inode: int) -> int:
     return 1 + max((k.generation for k in known if k.path == name and k.inode == inode), default=-1)
 
 
-def read_head(path: Path) -> bytes | None:
-    """The first `FINGERPRINT_BYTES` of the file's (decompressed) content; None when unreadable."""
-    from logwarden.app.ingest.reader import open_content  # reader imports this module
-
-    try:
-        with open_content(path) as (stream, evtx):
-            return head_of(stream, evtx=evtx)
-    except _READ_ERRORS:
-        return None
-
-
 def head_of(stream, *, evtx: bool = False) -> bytes:
     """The head of an open binary stream (left at its start). EVTX: the first events' bytes."""
     try:
@@ -146,6 +135,6 @@ def head_of(stream, *, evtx: bool = False) -> bytes:
             stream.seek(EVTX_HEADER_BYTES)
         head = stream.read(FINGERPRINT_BYTES)
         stream.seek(0)
-    except _READ_ERRORS:
+    except READ_ERRORS:
         return b""
     return head

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from logwarden.app.ingest.identity import Fingerprint, head_of
-from logwarden.app.models import ErrorRow, LogLine
+from logwarden.app.events import ErrorRow, LogLine
+from logwarden.app.ingest.identity import READ_ERRORS, Fingerprint, head_of
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,15 @@ def open_content(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
             yield stream, _is_evtx(stream)
         finally:
             stream.close()
+
+
+def read_head(path: Path) -> bytes | None:
+    """The first `FINGERPRINT_BYTES` of the file's (decompressed) content; None when unreadable."""
+    try:
+        with open_content(path) as (stream, evtx):
+            return head_of(stream, evtx=evtx)
+    except READ_ERRORS:
+        return None
 
 
 def read_complete_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,

@@ -12,23 +12,19 @@ import logging
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from logwarden.errors import InputError
-from logwarden.app.models import Event, LogLine
-from logwarden.app.parse.auditd import AuditdParser
+from logwarden.app.events import Event, LogLine
 from logwarden.app.parse.base import Parser, new_event
-from logwarden.app.parse.detect import SAMPLE_LINES, FormatDecision, detect_format
+from logwarden.app.parse.cloud import CloudTrailParser
 from logwarden.app.parse.generic import GenericParser
-from logwarden.app.parse.jsonlog import CloudTrailParser, JsonParser, WindowsParser, parse_file_json
-from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
-from logwarden.app.parse.web import (AccessParser, ApacheErrorParser, AwsLbParser, HttpRequestParser, W3CParser,
-                                     ZeekParser)
+from logwarden.app.parse.jsonlog import JsonParser, parse_file_json
+from logwarden.app.parse.sniff import SAMPLE_LINES, TEXT_PARSERS, FormatDecision, detect_format
+from logwarden.app.parse.windows import WindowsParser
+from logwarden.errors import InputError
 
 log = logging.getLogger(__name__)
 
 PARSERS: dict[str, type] = {cls.name: cls for cls in (
-    SyslogParser, Rfc5424Parser, AccessParser, AwsLbParser, W3CParser, ZeekParser, HttpRequestParser, ApacheErrorParser,
-    WindowsParser,
-    CloudTrailParser, JsonParser, AuditdParser, GenericParser)}
+    *TEXT_PARSERS, WindowsParser, CloudTrailParser, JsonParser, GenericParser)}
 FORMATS: tuple[str, ...] = tuple(PARSERS)
 # A JSON line that is not of the file's JSON kind is still better read as JSON than as text.
 _FALLBACKS = {"windows": ("json",), "cloudtrail": ("json",)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from logwarden.app.models import Event, LogLine
+from logwarden.app.events import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import from_epoch
 

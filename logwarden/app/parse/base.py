@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from logwarden.app.models import Event, LogLine
+from logwarden.app.events import Event, LogLine
 
 
 class Parser(Protocol):

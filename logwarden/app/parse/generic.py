@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from logwarden.app.models import Event, LogLine
+from logwarden.app.events import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.messages import message_fields
 from logwarden.app.parse.timestamps import YearGuesser, find_timestamp

@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from logwarden.app.models import Event, LogLine
+from logwarden.app.events import Event, LogLine
 from logwarden.app.parse.base import new_event
-from logwarden.app.parse.jsonlog import xml_event
 from logwarden.app.parse.messages import add_message_fields, structured_data_fields
 from logwarden.app.parse.timestamps import MONTHS, YearGuesser, micros, parse_iso
+from logwarden.app.parse.windows import xml_event
 
 # host: no brackets and not ending in ':' (else it is a tag: "sshd[1]: …" has no host)
 # tag:  program, optionally "(module)" as in "sshd(pam_unix)", optionally "[pid]", then ':'

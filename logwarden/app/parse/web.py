@@ -16,7 +16,7 @@ import ipaddress
 import re
 from datetime import datetime
 
-from logwarden.app.models import Event, LogLine
+from logwarden.app.events import Event, LogLine
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.timestamps import MONTHS, make_datetime, micros, offset_tz, parse_any, parse_iso
 

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import JSON, Connection, column, func, select, true
 
-from logwarden.errors import InputError
 from logwarden.app.store.filters import where
 from logwarden.app.store.tables import Record, Run, Source, WindowResult
 from logwarden.app.store.types import RecordFilter
+from logwarden.errors import InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, Indicators
 
 INDICATOR_KINDS = tuple(Indicators.model_fields)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from sqlalchemy import ColumnElement, String, and_, cast, false, or_, true
 
-from logwarden.errors import InputError
 from logwarden.app.store.convert import as_utc
 from logwarden.app.store.tables import Record
 from logwarden.app.store.types import RecordFilter
+from logwarden.errors import InputError
 from logwarden.schemas import RISK_LEVELS, risk_rank
 
 SORT_KEYS = {

@@ -15,8 +15,23 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from sqlalchemy import (
-    JSON, BigInteger, Column, Connection, DateTime, ForeignKey, Index, Integer, MetaData, String, Table, Text,
-    inspect, insert, literal, select, text,
+    JSON,
+    BigInteger,
+    Column,
+    Connection,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    insert,
+    inspect,
+    literal,
+    select,
+    text,
 )
 
 from logwarden.errors import StoreError

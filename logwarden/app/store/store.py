@@ -18,26 +18,32 @@ import atexit
 import os
 import socket
 import uuid
-from pathlib import Path
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, func, insert, inspect, or_, select, update
 from sqlalchemy.exc import DatabaseError, OperationalError
 
-from logwarden.errors import InputError, StoreError, StoreInputError
-from logwarden.app.models import ErrorRow
+from logwarden.app.events import ErrorRow
 from logwarden.app.store import aggregates
 from logwarden.app.store.convert import (
-    row_to_error, row_to_record, row_to_review, row_to_run, row_to_source, row_to_window, utc_now,
+    row_to_error,
+    row_to_record,
+    row_to_review,
+    row_to_run,
+    row_to_source,
+    row_to_window,
+    utc_now,
 )
-from logwarden.app.store.engine import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
+from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
 from logwarden.app.store.filters import sort_column, where
 from logwarden.app.store.migrations import current_version, migrate
 from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WatchedFolder, WindowResult
 from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
+from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 

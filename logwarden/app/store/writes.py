@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, and_, delete, insert, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from logwarden.app.models import ErrorRow
+from logwarden.app.events import ErrorRow
 from logwarden.app.store.convert import KEEP_ON_UPDATE, evidence_rows, record_to_row, utc_now, window_to_row
 from logwarden.app.store.tables import ErrorEntry, EvidenceLine, Record, Source, WatchedFolder, WindowResult
 from logwarden.app.store.types import WindowRow

@@ -10,8 +10,9 @@ from __future__ import annotations
 import streamlit as st
 
 from logwarden.app.config import Settings
-from logwarden.errors import LogwardenError
+from logwarden.app.pipeline import RunOptions
 from logwarden.app.triage import Triage, prepare
+from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
 from logwarden.ui import data
 from logwarden.ui.text import escape_markdown, shorten
@@ -43,12 +44,13 @@ def _assess(text: str, use_model: bool) -> list[RiskRecord] | None:
 
 
 def _assess_with_model(text: str) -> list[RiskRecord]:
-    from logwarden.ui.engine import get_engine
+    from logwarden.ui.model import get_engine
 
     engine = get_engine()
-    triage: Triage = prepare(text, budget_tokens=Settings().prompt_token_budget, count_tokens=engine.count_tokens)
+    options = RunOptions.from_settings(Settings())
+    triage: Triage = prepare(text, budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens)
     st.caption("Model output (streamed)")
-    stream = triage.stream(engine)
+    stream = triage.stream(engine, max_new_tokens=options.max_new_tokens)
     st.write_stream(stream)
     return triage.records(stream, engine)
 

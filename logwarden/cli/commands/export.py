@@ -1,0 +1,94 @@
+"""`logwarden export`: stored records to a SIEM format, a file/stdout, or forwarded (HEC, syslog)."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+import click
+
+from logwarden.cli.common import (
+    db_option,
+    err_console,
+    handle_errors,
+    open_for_writing,
+    open_store_from,
+    write_lines,
+)
+from logwarden.errors import ConfigError, InputError
+from logwarden.schemas import CATEGORIES, RISK_LEVELS
+
+FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")
+PAGE = 1000
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
+@click.option("--since", default=None, help="Only records whose last event is at/after T: ISO time or 15m/24h/7d.")
+@click.option("--min-risk", type=click.Choice(RISK_LEVELS), default=None, help="Only records at or above this level.")
+@click.option("--category", type=click.Choice(CATEGORIES), multiple=True, help="Only these categories.")
+@click.option("--out", default="-", show_default=True, help="File to write ('-' = stdout).")
+@click.option("--forward", default=None,
+              help="Send instead of writing: https://host:8088/services/collector/event (splunk-hec) or "
+                   "syslog://host:514 / syslog+tcp://host:514 (cef).")
+@click.option("--token-env", default="SPLUNK_HEC_TOKEN", show_default=True, help="Env var with the HEC token.")
+@click.option("--insecure", is_flag=True, help="Do not verify the HEC server's TLS certificate.")
+@db_option
+@handle_errors
+def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db_url):
+    """Export stored records as JSONL, ECS, OCSF, Splunk HEC or CEF."""
+    from logwarden.app.export import export_records
+    from logwarden.app.store import RecordFilter
+
+    target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
+    store = open_store_from(db_url)
+    filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=tuple(category))
+    records = _all_records(store, filters)
+    lines = list(export_records(records, fmt))
+    if forward:
+        _forward(fmt, lines, forward, token_env, insecure)
+    elif target is None:
+        for line in lines:
+            click.echo(line)
+    else:
+        write_lines(target, lines)
+    err_console.print(f"{len(lines)} records exported as {fmt}" + (f" to {forward}" if forward else ""),
+                      highlight=False)
+
+
+def _all_records(store, filters):
+    """Page through the filtered records in SQL (never the whole table in one query)."""
+    records, offset = [], 0
+    while page := store.query_records(filters, order_by="last_ts", descending=False, limit=PAGE, offset=offset):
+        records += page
+        offset += len(page)
+    return records
+
+
+def _forward(fmt: str, lines: list[str], url: str, token_env: str, insecure: bool) -> None:
+    from logwarden.app.export import forward_splunk_hec, forward_syslog
+
+    if url.startswith(("http://", "https://")):
+        if fmt != "splunk-hec":
+            raise ConfigError("an http(s) --forward is a Splunk HEC endpoint: use --format splunk-hec")
+        token = os.environ.get(token_env)
+        if not token:
+            raise ConfigError(f"set the HEC token in ${token_env} (or choose another with --token-env)")
+        forward_splunk_hec(lines, url, token=token, verify_tls=not insecure)
+    elif url.startswith("syslog"):
+        forward_syslog(lines, url)
+    else:
+        raise ConfigError(f"--forward {url!r}: use https://…/services/collector/event or syslog[+tcp]://host:port")
+
+
+def parse_since(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    units = {"m": "minutes", "h": "hours", "d": "days"}
+    if value[-1:] in units and value[:-1].isdigit():
+        return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"--since {value!r}: give an ISO time (2026-11-30T08:00) or an age like 15m, 24h, 7d") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

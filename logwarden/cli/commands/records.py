@@ -1,0 +1,97 @@
+"""`logwarden records list|show` and `logwarden db info`: reading the store from the terminal."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.table import Table
+
+from logwarden.cli.common import (
+    db_option,
+    err_console,
+    handle_errors,
+    json_option,
+    open_store_from,
+    out_console,
+    print_json,
+)
+from logwarden.schemas import CATEGORIES, RISK_LEVELS
+from logwarden.schemas.record import STATUSES
+
+
+@click.group()
+def records() -> None:
+    """List and show stored risk records."""
+
+
+@records.command("list")
+@click.option("--min-risk", type=click.Choice(RISK_LEVELS), default=None, help="Only records at or above this level.")
+@click.option("--category", type=click.Choice(CATEGORIES), multiple=True, help="Only these categories (repeatable).")
+@click.option("--status", type=click.Choice(STATUSES), multiple=True, help="Only these review statuses.")
+@click.option("--source", multiple=True, help="Only records from these source paths.")
+@click.option("--search", default=None, help="Free text over anomaly, trace, recommendation and indicators.")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Most records to print; 0 = all. When more match, stderr says how many.")
+@db_option
+@json_option
+@handle_errors
+def list_records(min_risk, category, status, source, search, limit, db_url, as_json):
+    """List records, riskiest and newest first."""
+    from logwarden.app.store import RecordFilter
+
+    store = open_store_from(db_url)
+    filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
+                           sources=tuple(source), text=search)
+    total = store.count_records(filters)
+    rows = store.query_records(filters, order_by="risk_score", descending=True, limit=limit or total)
+    shown = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
+    err_console.print(shown, highlight=False)
+    if as_json:
+        print_json([r.model_dump(mode="json") for r in rows])
+        return
+    table = Table(show_header=True, header_style="bold")
+    for column in ("id", "risk", "category", "source", "lines", "rules", "anomaly"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(r.id[:12], r.risk_level, r.category, r.source, f"{r.line_start}-{r.line_end}",
+                      ",".join(r.detections), r.anomaly[:100])
+    out_console.print(table)
+
+
+@records.command("show")
+@click.argument("record_id")
+@db_option
+@json_option
+@handle_errors
+def show_record(record_id, db_url, as_json):
+    """Show one record (an id or a unique id prefix)."""
+    store = open_store_from(db_url)
+    record = store.get_record(record_id)
+    if record is None:
+        click.echo(f"no record with id {record_id!r}", err=True)
+        sys.exit(1)
+    if as_json:
+        print_json(record.model_dump(mode="json"))
+        return
+    for key, value in record.model_dump(mode="json", exclude={"raw_model_output", "engine_stats"}).items():
+        click.echo(f"{key}: {value}")
+
+
+@click.group()
+def db() -> None:
+    """Inspect the store."""
+
+
+@db.command("info")
+@db_option
+@json_option
+@handle_errors
+def db_info(db_url, as_json):
+    """Store URL, schema version, row counts and file size (read-only: creates and migrates nothing)."""
+    info = open_store_from(db_url, readonly=True).info()
+    if as_json:
+        print_json(info)
+        return
+    for key, value in info.items():
+        click.echo(f"{key}: {value}")

@@ -1,0 +1,123 @@
+"""`logwarden triage [TEXT|-]`: one line or snippet, the assessment streamed token by token."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from logwarden.app.config import get_settings
+from logwarden.cli.common import (
+    db_option,
+    engine_options,
+    err_console,
+    handle_errors,
+    json_option,
+    make_engine_options,
+    open_store_from,
+    print_json,
+    sigma_option,
+)
+from logwarden.errors import InputError
+
+
+@click.command()
+@click.argument("text", required=False)
+@click.option("--rules-only", is_flag=True, help="Only the deterministic detectors; no model.")
+@click.option("--no-store", is_flag=True, help="Do not store the resulting record(s).")
+@sigma_option
+@engine_options
+@db_option
+@json_option
+@handle_errors
+def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw):
+    """Assess one log line or snippet (argument, or '-' / nothing for stdin), streaming the answer."""
+    from logwarden.app.detect import ruleset_for
+    from logwarden.app.pipeline import RunOptions
+    from logwarden.app.triage import prepare
+
+    snippet = _read_snippet(text)
+    engine_opts = make_engine_options(engine_kw)
+    options = RunOptions.from_settings(get_settings(), rules_only=rules_only, max_batch=engine_opts.max_batch)
+    engine = None
+    if not rules_only:
+        from logwarden.app.backends import open_engine
+
+        engine = open_engine(engine_opts)
+    prepared = prepare(snippet, budget_tokens=options.prompt_token_budget,
+                       count_tokens=engine.count_tokens if engine else (lambda s: len(s) // 3),
+                       rules=ruleset_for(sigma_paths))
+    stream = None
+    if engine is not None:
+        stream = prepared.stream(engine, max_new_tokens=options.max_new_tokens)
+        out = sys.stderr if as_json else sys.stdout
+        for piece in stream:
+            out.write(piece)
+            out.flush()
+        out.write("\n")
+        _print_stats(stream)
+    records = prepared.records(stream, engine)
+    if not no_store:
+        open_store_from(db_url).upsert_records(records)
+    if as_json:
+        print_json(_report(prepared, stream, records))
+        return
+    _print_records(records)
+
+
+def _read_snippet(text: str | None) -> str:
+    if text is None or text == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("give a log line as an argument, or pipe one on stdin (`… | logwarden triage -`)")
+        text = sys.stdin.read()
+    if not text.strip():
+        raise InputError("the snippet is empty: nothing to triage")
+    return text
+
+
+def _print_stats(stream) -> None:
+    g = stream.generation
+    if g is None:
+        return
+    s = g.stats
+    err_console.print(f"ttft {s.ttft_s * 1000:.0f} ms · {s.new_tokens} tokens · {s.tokens_per_s:.1f} tokens/s · "
+                      f"prompt {s.prompt_tokens} tokens ({s.cached_prefix_tokens} cached)", highlight=False)
+
+
+def _report(prepared, stream, records) -> dict:
+    """Everything triage knows, every time: the verdict, the model's answer as it gave it (whatever
+    its schema), the generation's stats, and the records (none when benign)."""
+    generation = stream.generation if stream is not None else None
+    answer = _parsed(generation.text) if generation is not None else None
+    return {
+        "verdict": max(records, key=lambda r: r.risk_score).risk_level if records else "benign",
+        "category": max(records, key=lambda r: r.risk_score).category if records else "benign",
+        "format": prepared.format,
+        "rules": sorted({s.rule_id for s in prepared.signals}),
+        "assessment": answer,
+        "model_output": generation.text if generation is not None and answer is None else None,
+        "model_error": generation.error if generation is not None else
+        ("the stream ended before the model finished" if stream is not None else None),
+        "stats": generation.stats.as_dict() if generation is not None else None,
+        "records": [r.model_dump(mode="json") for r in records],
+    }
+
+
+def _parsed(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _print_records(records) -> None:
+    if not records:
+        click.echo("verdict: benign (no rule fired, the model saw nothing worth a record)")
+    for r in records:
+        click.echo(f"[{r.risk_level.upper()}] {r.category} ({r.decided_by}) rules: {', '.join(r.detections) or '-'}")
+        click.echo(f"  anomaly: {r.anomaly}\n  trace: {r.trace}\n  recommendation: {r.recommendation}")
+        if r.techniques:
+            click.echo("  ATT&CK: " + ", ".join(f"{t.id} {t.name}" for t in r.techniques))
+        if r.llm_error:
+            click.echo(f"  model: {r.llm_error}")

@@ -1,0 +1,84 @@
+"""`logwarden ui`: start the Streamlit audit dashboard on the store.
+
+Owns the server's safe defaults: loopback only unless told otherwise (with a warning), headless,
+no usage statistics, no browser opened; the store URL reaches the app through `LOGWARDEN_DB`.
+Knows nothing of the pages (that is `logwarden/ui`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from logwarden.app.config import get_settings
+from logwarden.cli.common import db_option, err_console, handle_errors, open_store_from
+from logwarden.errors import ConfigError
+
+APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
+
+
+@click.command()
+@db_option
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback exposes the records to the network.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Port to listen on.")
+@handle_errors
+def ui(db_url: str | None, host: str, port: int) -> None:
+    """Open the audit dashboard (Streamlit) on the store."""
+    if importlib.util.find_spec("streamlit") is None:
+        raise ConfigError("The UI needs Streamlit: pip install streamlit")
+    url = db_url or get_settings().db_url
+    open_store_from(url).close()  # fail here, with a clear message, on a bad URL or unwritable folder
+    if not is_loopback(host):
+        err_console.print(f"[bold yellow]warning:[/] binding to {host}: anyone who can reach this address can "
+                          "read the records. Set LOGWARDEN_UI_PASSWORD and prefer an SSH tunnel or a proxy with TLS.",
+                          highlight=False)
+    err_console.print(f"logwarden ui on http://{_url_host(host)}:{port}/ (Ctrl-C to stop)", highlight=False)
+    sys.exit(_run(streamlit_command(host, port), {**os.environ, "LOGWARDEN_DB": url}))
+
+
+def streamlit_command(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(APP),
+            "--server.address", host, "--server.port", str(port),
+            "--server.headless", "true",  # never open a browser on the server
+            "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none", "--server.runOnSave", "false",
+            "--client.toolbarMode", "viewer", "--global.developmentMode", "false"]
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _run(command: list[str], env: dict[str, str]) -> int:
+    """Run Streamlit as a child; a SIGTERM to us is passed on so no orphan server keeps the port."""
+    process = subprocess.Popen(command, env=env)
+    previous = signal.signal(signal.SIGTERM, lambda *_: process.terminate())
+    try:
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:
+                continue  # Streamlit got the same Ctrl-C (same process group) and is shutting down
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    ui()

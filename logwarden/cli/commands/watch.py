@@ -1,0 +1,74 @@
+"""`logwarden watch DIR...`: follow folders and analyse appended lines in batches."""
+
+from __future__ import annotations
+
+import threading
+
+import click
+
+from logwarden.app.config import get_settings
+from logwarden.cli.common import (
+    db_option,
+    engine_options,
+    err_console,
+    handle_errors,
+    make_engine_options,
+    open_store_from,
+    sigma_option,
+)
+
+
+@click.command()
+@click.argument("folders", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--rules-only", is_flag=True, help="Deterministic detectors only; no model.")
+@click.option("--max-delay-ms", type=int, default=None, help="Analyse a file's new lines at the latest after this delay.")
+@click.option("--max-batch", "batch_lines", type=int, default=None,
+              help="Analyse as soon as a file has this many new lines (default 500).")
+@click.option("--from-start", is_flag=True, help="Read files that exist at start from their beginning (default: tail).")
+@click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
+@click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
+              "(default: LOGWARDEN_NODE, else the path alone).")
+@sigma_option
+@engine_options
+@db_option
+@handle_errors
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, sigma_paths, db_url,
+          **engine_kw):
+    """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
+    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.watch import Watcher, stop_signals
+
+    settings = get_settings()
+    engine_opts = make_engine_options(engine_kw)
+    engine = None
+    if not rules_only:
+        from logwarden.app.backends import open_engine
+
+        engine = open_engine(engine_opts)
+    options = RunOptions.from_settings(settings, rules_only=rules_only, max_batch=engine_opts.max_batch,
+                                       node=node, sigma=sigma_paths)
+    options.commit_every_windows = None  # a batch's records and its offset land in one transaction
+    # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
+    # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
+    stop = threading.Event()
+    with stop_signals(stop.set):
+        pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
+        watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
+                          max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
+                          partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
+                          status=_status_printer(), node=options.node, stop=stop)
+        err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
+        stats = watcher.run(max_seconds=max_seconds)
+    err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+
+
+def _status_printer():
+    """A single status line on a terminal, refreshed in place; silent when stderr is not a tty."""
+    if not err_console.is_terminal:
+        return None
+
+    def show(line: str) -> None:
+        err_console.file.write("\r" + line[: err_console.width - 1].ljust(err_console.width - 1))
+        err_console.file.flush()
+
+    return show

@@ -1,0 +1,124 @@
+"""Pieces shared by the CLI commands: error handling at the boundary, common options, store opening."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from logwarden.app.backends import BACKENDS, EngineOptions
+from logwarden.app.config import get_settings
+from logwarden.engine.load import ENGINES, QUANTS
+from logwarden.errors import InputError, LogwardenError
+
+err_console = Console(stderr=True)
+out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
+
+
+def handle_errors(func: Callable) -> Callable:
+    """Turn domain errors into a one-line message and the error's exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except LogwardenError as exc:
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            sys.exit(exc.exit_code)
+
+    return wrapper
+
+
+def db_option(func: Callable) -> Callable:
+    return click.option("--db", "db_url", envvar="LOGWARDEN_DB", default=None,
+                        help="SQLAlchemy URL of the store (default: sqlite under LOGWARDEN_HOME).")(func)
+
+
+def json_option(func: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout.")(func)
+
+
+def sigma_option(func: Callable) -> Callable:
+    return click.option("--sigma", "sigma_paths", multiple=True, type=click.Path(exists=True),
+                        help="Extra Sigma rule pack (folder, .zip or .yml), repeatable; loaded after the shipped "
+                             "and installed packs and LOGWARDEN_SIGMA_PATHS.")(func)
+
+
+def engine_options(func: Callable) -> Callable:
+    """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
+    options = [
+        click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
+                     help="local = in-process engine (see --engine); openai = OpenAI-compatible server(s)."),
+        click.option("--engine", type=click.Choice(ENGINES), default=None,
+                     help="local backend: auto = llama.cpp for GGUF models on CPU, transformers on CUDA "
+                          "(default: settings, auto)."),
+        click.option("--model", default=None, help="embedded | embedded-1.5b | HF id in the local cache | folder | .gguf "
+                     "(openai backend: the served model name). Default: embedded."),
+        click.option("--adapter", default=None, help="PEFT LoRA adapter folder, or 'none' to disable the default adapter."),
+        click.option("--quant", type=click.Choice(QUANTS), default=None,
+                     help="transformers weights precision: auto = nf4 on CUDA, fp32 on CPU (a GGUF on llama.cpp keeps "
+                          "its own; another value than auto picks transformers under --engine auto). Default: "
+                          "settings, auto."),
+        click.option("--threads", type=int, default=None,
+                     help="CPU threads for llama.cpp or torch (default: settings, else the engine's)."),
+        click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),
+        click.option("--api-key-env", default=None, help="openai backend: name of the env var holding the API key."),
+        click.option("--concurrency", type=int, default=8, show_default=True, help="openai backend: requests in flight."),
+        click.option("--max-rps", type=float, default=None, help="openai backend: request rate limit (token bucket)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def make_engine_options(kw: dict) -> EngineOptions:
+    """The engine options of `engine_options`' flags (taken out of `kw`) over the settings."""
+    names = ("backend", "engine", "model", "adapter", "quant", "threads", "max_batch", "base_urls", "api_key_env",
+             "concurrency", "max_rps")
+    return EngineOptions.from_settings(get_settings(), **{name: kw.pop(name, None) for name in names})
+
+
+def open_store_from(db_url: str | None, *, readonly: bool = False):
+    from logwarden.app.store import open_store
+
+    return open_store(db_url or get_settings().db_url, readonly=readonly)
+
+
+def open_for_writing(path: str):
+    """A text file opened for writing, or an `InputError` that says why it cannot be (a missing
+    folder, a folder, a read-only or special file such as /proc/version — root may open that one,
+    but nothing can be written to it)."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise InputError(f"--out {path}: is a folder; give a file name inside it")
+    if not target.parent.is_dir():
+        raise InputError(f"--out {path}: the folder {target.parent} does not exist; create it first")
+    if target.exists() and (not target.is_file() or not target.stat().st_mode & 0o222):
+        raise InputError(f"--out {path}: not a writable regular file")
+    try:
+        return open(target, "w", encoding="utf-8")  # noqa: SIM115 - `write_lines` writes and closes it
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def write_lines(handle, lines) -> int:
+    """Write `lines` (each + newline) to a file from `open_for_writing` and close it."""
+    count = 0
+    try:
+        with handle:
+            for line in lines:
+                handle.write(line + "\n")
+                count += 1
+    except OSError as exc:
+        raise InputError(f"--out {handle.name}: writing failed ({exc.strerror or exc})") from None
+    return count
+
+
+def print_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))

@@ -1,0 +1,100 @@
+"""Engine faults never lose a window: retry alone, then a rules-only record with the error stored;
+repeated failures open the circuit breaker. The engine here is a scripted stand-in (the code
+under test is the pipeline around it; the real engine has its own tests)."""
+
+from pathlib import Path
+
+import pytest
+from _log_fixtures import write_logs
+
+from logwarden.app.pipeline import BREAKER_FAILURES, Pipeline, RunOptions
+from logwarden.app.store import RecordFilter, open_store
+from logwarden.engine.api import Generation, GenStats
+from logwarden.errors import ModelError
+
+# T1 of the auth.log window is its most frequent template: the 30 failed passwords
+GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
+        '"category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block 203.0.113.7."}')
+NOTHING = '{"findings":[],"recommendation":"No action needed."}'
+
+
+class ScriptedEngine:
+    model_name = "scripted"
+    adapter_name = None
+
+    def __init__(self, script):
+        self.script = list(script)  # one entry per generate() call: a list of texts, or an exception
+        self.calls: list[int] = []
+
+    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
+        self.calls.append(len(requests))
+        step = self.script.pop(0) if self.script else GOOD
+        if isinstance(step, Exception):
+            raise step
+        # a scripted answer is about sshd lines; other windows (the access log) get "nothing abnormal"
+        texts = step if isinstance(step, list) else [step if "sshd" in r.user else NOTHING for r in requests]
+        return [Generation(text=t, stats=GenStats(prompt_tokens=100, new_tokens=20, batch_size=len(requests)),
+                           finished=t.endswith("}")) for t in texts[: len(requests)]]
+
+    def count_tokens(self, text):
+        return len(text) // 4
+
+    def describe(self):
+        return {"model": "scripted"}
+
+
+@pytest.fixture()
+def setup(tmp_path: Path):
+    write_logs(tmp_path / "logs")
+    return tmp_path / "logs" / "auth.log", open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+
+
+def analyze(store, engine, path):
+    return Pipeline(store, engine, RunOptions(llm_policy="signals")).analyze([path])
+
+
+def records(store):
+    return store.query_records(RecordFilter(), limit=100)
+
+
+def test_valid_answer_is_merged_and_can_raise(setup):
+    path, store = setup
+    metrics = analyze(store, ScriptedEngine([GOOD]), path)
+    [brute] = [r for r in records(store) if r.category == "brute_force"]
+    assert brute.decided_by == "rules+llm" and brute.risk_level == "critical"
+    assert brute.engine_stats["new_tokens"] == 20 and metrics.llm_calls == 1
+
+
+@pytest.mark.parametrize("bad", ["", "not json", '{"findings": [{"anomaly": "1.0.0.0.0.0', '{"findings":"x"}'])
+def test_invalid_output_falls_back_to_rules_with_the_error(setup, bad):
+    path, store = setup
+    metrics = analyze(store, ScriptedEngine([bad, bad]), path)
+    brute = [r for r in records(store) if r.category == "brute_force"]
+    assert brute and all(r.decided_by == "rules" and r.llm_error for r in brute)
+    assert brute[0].risk_level == "high"  # the rules' floor stands
+    assert metrics.llm_failures >= 1
+    assert any(e.stage == "engine" for e in store.list_errors())
+
+
+@pytest.mark.parametrize("exc", [ModelError("model missing"), RuntimeError("CUDA out of memory"), TimeoutError("slow")])
+def test_engine_exceptions_never_lose_the_window(setup, exc):
+    path, store = setup
+    metrics = analyze(store, ScriptedEngine([exc, exc]), path)
+    assert [r.category for r in records(store) if r.decided_by == "rules"]
+    windows = store.list_windows(source=str(path))
+    assert sum(w.line_count for w in windows) == metrics.lines
+
+
+def test_breaker_opens_after_repeated_failures(tmp_path):
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(BREAKER_FAILURES + 3):  # one window per file, each with a rule hit
+        (folder / f"auth{i}.log").write_text("".join(
+            f"Mar  1 10:00:{j:02d} web01 sshd[{j}]: Failed password for root from 203.0.113.{i} port {j} ssh2\n"
+            for j in range(12)))
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    engine = ScriptedEngine([RuntimeError("boom")] * 100)
+    metrics = Pipeline(store, engine, RunOptions(llm_policy="signals", max_batch=1)).analyze([folder])
+    assert metrics.breaker_open
+    assert len(engine.calls) == BREAKER_FAILURES  # nothing more was sent once the breaker opened
+    assert metrics.records == BREAKER_FAILURES + 3  # every window still got its rules-only record

@@ -1,0 +1,113 @@
+"""Dress rehearsal of the H200 session on the CPU: scripts/device_prepare.py → device_job.py (train
+and generate, a tiny random Qwen2 with the real tokenizer in place of the embedded model) →
+device_score.py, as subprocesses with the same arguments the H200 run takes (smaller numbers). The
+one GPU session cannot then fail on a bug in the plumbing: every recorded prompt is answered
+under its own grammar, and scoring replays those answers through the unchanged pipeline."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _engine_helpers import build_tiny_qwen, qwen_tokenizer  # noqa: F401 (fixture)
+from _repo import REPO
+
+from logwarden.schemas.assessment import schema_refs
+from logwarden.train.realdata import load_split
+
+pytestmark = pytest.mark.timeout(1200)
+ROOT = REPO
+SAMPLE_FILES = ("auth.log", "windows_security.jsonl")
+EVIDENCE = re.compile(r'"evidence": \[([^\]]*)')
+
+
+def run(*args: str) -> str:
+    env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1100)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    return done.stdout
+
+
+def tiny_split(path: Path) -> Path:
+    """The real split with two small held-out recordings (account creation, with rare lines) kept held out,
+    the other held-out groups set aside."""
+    split = load_split()
+    held = sorted((g for g in split["groups"].values() if g["side"] == "heldout" and g["units"] == 1
+                   and "T1136-Create_account" in g["files"][0]), key=lambda g: g["files"][0])[:2]
+    assert len(held) == 2
+    for group in split["groups"].values():
+        if group["side"] == "heldout" and group not in held:
+            group["side"] = "unused"
+    path.write_text(json.dumps(split))
+    return path
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory, qwen_tokenizer):
+    tmp = tmp_path_factory.mktemp("rehearsal")
+    samples = tmp / "samples"
+    samples.mkdir()
+    units = [u for u in map(json.loads, (ROOT / "sample_logs" / "labels.jsonl").read_text().splitlines())
+             if u["file"] in SAMPLE_FILES]
+    for name in SAMPLE_FILES:
+        (samples / name).write_bytes((ROOT / "sample_logs" / name).read_bytes())
+    (samples / "labels.jsonl").write_text("".join(json.dumps(u) + "\n" for u in units))
+    split = tiny_split(tmp / "split.json")
+    model = tmp / "tiny"
+    build_tiny_qwen().save_pretrained(model)
+    qwen_tokenizer.save_pretrained(model)
+    mdl, out = tmp / "mdl", tmp / "out"
+    run("scripts/device_prepare.py", "--tiny", "--out", str(mdl), "--labels", str(samples / "labels.jsonl"),
+        "--split", str(split))
+    run("scripts/device_job.py", "--model-folder", str(model), "--work", str(tmp / "work"), "--data", str(mdl / "data"),
+        "--out", str(out), "--stage", "all", "--epochs", "1", "--max-steps", "2", "--batch", "2", "--max-len", "768",
+        "--max-batch", "16", "--quant", "fp32", "--decoder", "eager", "--max-new-tokens", "40", "--val-prompts", "12")
+    scored = run("scripts/device_score.py", "--results", str(out), "--labels", str(samples / "labels.jsonl"),
+                 "--val", str(mdl / "ds" / "val.jsonl"), "--val-limit", "12", "--split", str(split))
+    return {"mdl": mdl, "out": out, "score": json.loads(scored), "samples": samples}
+
+
+def test_the_job_trains_and_answers_every_recorded_prompt_under_its_own_grammar(rehearsal):
+    out, data = rehearsal["out"], rehearsal["mdl"] / "data"
+    assert (out / "adapter" / "adapter_model.safetensors").is_file() and (out / "adapter" / "training.json").is_file()
+    generation = json.loads((out / "generation.json").read_text())
+    assert set(generation) == {"base", "adapter"} and set(generation["base"]["sets"]) == {"sample", "heldout", "val"}
+    schemas = {}
+    for name in ("sample", "heldout"):
+        rows = gzip.decompress((data / f"prompts_{name}.jsonl.gz").read_bytes()).decode().splitlines()
+        schemas |= {row["user"]: row["schema"] for row in map(json.loads, rows)}
+    for config in ("base", "adapter"):
+        rows = [json.loads(line) for line in (out / f"answers_{config}.jsonl").read_text().splitlines()]
+        assert sum(r["set"] == "sample" for r in rows) == generation[config]["sets"]["sample"]["prompts"] > 0
+        for row in rows:
+            if row["user"] in schemas:
+                admitted = set(schema_refs(schemas[row["user"]]))
+                written = {i.strip(' "') for items in EVIDENCE.findall(row["text"]) for i in items.split(",") if i.strip(' "')}
+                assert written <= admitted, (written, admitted)
+
+
+def test_scoring_replays_the_answers_through_the_pipeline(rehearsal):
+    from logwarden.app.evaluate import labelled_files, load_labels, run_eval
+
+    score = rehearsal["score"]
+    assert set(score) == {"sample_logs", "heldout", "generated_val"}
+    for part in ("sample_logs", "heldout"):
+        assert set(score[part]) == {"rules-only", "base", "adapter"}
+        for name in ("base", "adapter"):
+            metrics = score[part][name]["metrics"]
+            assert metrics["llm_calls"] > 0 and metrics["entities_named"] is not None
+    held = score["heldout"]["base"]["metrics"]
+    assert held["rare_lines_llm"] > 0 and held["rare_line_coverage"] == 1.0  # no rare line left unseen
+    labels = rehearsal["samples"] / "labels.jsonl"
+    units = load_labels(labels)
+    direct = run_eval(units, labels.parent, labelled_files(units, labels.parent)).report.as_dict()["overall"]
+    assert score["sample_logs"]["rules-only"]["overall"] == direct
+    val = score["generated_val"]
+    assert val["prompts_changed_since_generation"] == 0 and val["windows"] >= 1
+    assert {"recall", "fp_rate", "category_top_accuracy", "ungrounded_rate"} <= set(val["adapter"])

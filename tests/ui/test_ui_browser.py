@@ -1,0 +1,203 @@
+"""The audit UI in a real browser: Debian's Chromium driven by Playwright against `logwarden ui`
+started as a subprocess on a free loopback port, over a store filled by the real pipeline.
+
+Set LOGWARDEN_UPDATE_SCREENSHOTS=1 to also refresh docs/screenshots/overview.png (kept out of
+ordinary runs so that tests do not rewrite tracked files).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from _ui_helpers import REPO, fill_store, hostile_records
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+DOC_SHOT = REPO / "docs" / "screenshots" / "overview.png"
+WAIT_MS = 60_000  # generous: a shared 2-core machine; these are waits for a condition, not timings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base: str, process: subprocess.Popen, log: Path, deadline_s: float = 120) -> None:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"logwarden ui exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{base}/_stcore/health", timeout=2).text == "ok":
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"logwarden ui did not answer within {deadline_s}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
+    folder = tmp_path_factory.mktemp("ui_browser")
+    url, store = fill_store(folder, with_samples=True)
+    port, log = free_port(), folder / "server.log"
+    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, process, log)
+        yield base, store, folder
+    finally:
+        process.terminate()  # `logwarden ui` passes SIGTERM on to Streamlit
+        process.wait(timeout=30)
+        store.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.dialogs = []
+    page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    yield page
+    context.close()
+
+
+def settle(page) -> None:
+    """Wait until Streamlit has finished the script run (no 'running' indicator)."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=WAIT_MS)
+
+
+def choose(page, label: str, option: str, attempts: int = 5) -> None:
+    """Pick `option` in the selectbox `label`. A rerun that lands while the list is open closes it,
+    so open it again until the option shows."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    settle(page)
+    for _ in range(attempts):
+        page.get_by_role("combobox", name=label, exact=True).click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    else:
+        pytest.fail(f"could not choose {option!r} in {label!r}")
+    settle(page)
+
+
+def shoot(page, folder: Path, name: str) -> Path:
+    path = folder / "screenshots" / f"{name}.png"
+    path.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def metric_value(page, label: str) -> str:
+    card = page.get_by_test_id("stMetric").filter(has=page.get_by_test_id("stMetricLabel").get_by_text(label, exact=True))
+    return card.get_by_test_id("stMetricValue").inner_text().strip()
+
+
+def test_overview_filter_open_review(server, page):
+    base, store, folder = server
+    page.goto(f"{base}/")
+    page.get_by_role("heading", name="Overview").wait_for()
+    page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
+    settle(page)
+    assert metric_value(page, "Records") == f"{store.count_records():,}"
+    overview = shoot(page, folder, "overview")
+    assert overview.stat().st_size < 500_000
+    if os.environ.get("LOGWARDEN_UPDATE_SCREENSHOTS"):
+        shutil.copyfile(overview, DOC_SHOT)
+
+    page.get_by_role("link", name="Records").click()
+    page.get_by_role("heading", name="Records").wait_for()
+    settle(page)
+    total = store.count_records()
+    page.get_by_text(f"{total:,} matching records").wait_for()
+    choose(page, "Minimum risk", "high")
+    high = store.count_records(store_filter(min_risk="high"))
+    assert 0 < high < total
+    page.get_by_text(f"{high:,} matching records").wait_for()
+    shoot(page, folder, "records")
+
+    page.get_by_role("button", name="Open record").click()
+    page.get_by_role("heading", name="Record detail").wait_for()
+    settle(page)
+    record_id = page.url.split("id=")[1]
+    record = store.get_record(record_id)
+    assert record is not None and record.risk_level in ("high", "critical")
+    page.get_by_text(record.evidence.exemplars[0].text[:40], exact=False).first.wait_for()
+    shoot(page, folder, "record")
+
+    choose(page, "Status", "confirmed")
+    page.get_by_label("Analyst note").fill("checked in the browser")
+    page.get_by_role("button", name="Save review").click()
+    page.get_by_text("Review saved: confirmed").wait_for()
+    assert [(r.status, r.note) for r in store.list_reviews(record_id)] == [("confirmed", "checked in the browser")]
+    assert "confirmed" in metric_value(page, "Status")
+    assert page.dialogs == []
+
+
+def test_other_pages_render(server, page):
+    base, _, folder = server
+    for path, heading in (("triage", "Triage"), ("runs", "Runs & sources"), ("export", "Export")):
+        page.goto(f"{base}/{path}")
+        page.get_by_role("heading", name=heading).wait_for()
+        settle(page)
+        assert page.get_by_test_id("stException").count() == 0
+        shoot(page, folder, path)
+
+
+def test_hostile_records_inject_nothing(server, page):
+    base, store, folder = server
+    store.upsert_records(hostile_records())
+    hostile = hostile_records()[0]
+    for path in ("", "records", f"record?id={hostile.id}"):
+        page.goto(f"{base}/{path}")
+        page.locator("h1").first.wait_for()
+        page.get_by_role("button", name="Refresh data").click()  # the overview caches for a few seconds
+        settle(page)
+        if path.startswith("record?"):
+            page.get_by_text("ANOMALY-XSS-0", exact=False).first.wait_for()
+        page.wait_for_timeout(500)  # give an injected onerror a chance to fire
+        assert page.dialogs == []
+        assert page.locator("img[src='x']").count() == 0
+        assert page.locator("script", has_text="alert").count() == 0
+        assert page.locator("a[href^='javascript']").count() == 0
+        shoot(page, folder, "hostile-" + (path.split("?")[0] or "overview"))
+    assert page.get_by_text("<script>alert(1)</script>", exact=False).count() > 0  # shown as text
+
+
+def store_filter(**kwargs):
+    from logwarden.app.store import RecordFilter
+
+    return RecordFilter(**kwargs)
