@@ -6,7 +6,7 @@ PIP := $(PYTHON) -m pip
 TORCH_CPU ?= torch==2.13.0
 DB ?= $(CURDIR)/.logwarden/demo.db
 
-.PHONY: setup setup-transformers setup-test run test test-fast bench-ingest
+.PHONY: setup setup-transformers setup-test lint run test test-fast bench-ingest
 
 # What `make run` needs: the app and llama.cpp (the CPU engine), no torch.
 setup:
@@ -25,7 +25,13 @@ run: setup
 	logwarden analyze sample_logs --exclude '*.md' --exclude labels.jsonl --db sqlite:///$(DB)
 	logwarden records list --min-risk medium --db sqlite:///$(DB)
 
-test: setup-test
+# The agreed ruff rules, and the floors (cli → train | ui → app → engine → schemas | prompts | errors,
+# no cycles) as import-linter contracts in pyproject.toml.
+lint: setup-test
+	$(PYTHON) -m ruff check .
+	lint-imports
+
+test: setup-test lint
 	$(PYTHON) -m pytest -q -ra
 
 test-fast: setup-test
