@@ -12,6 +12,7 @@ from rich.table import Table
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.cli.common import (
+    baseline_option,
     db_option,
     engine_options,
     err_console,
@@ -50,18 +51,20 @@ from logwarden.schemas import RISK_LEVELS
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
 def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, node, final, export_format,
-            export_out, sigma_paths, db_url, as_json, **engine_kw):
+            export_out, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), rules_only=rules_only, llm_policy=llm_policy,
                                        max_batch=engine_opts.max_batch, include=include, exclude=exclude,
-                                       resume=resume, final=final, node=node, sigma=sigma_paths)
+                                       resume=resume, final=final, node=node, sigma=sigma_paths,
+                                       baseline=baseline_mode)
     store = open_store_from(db_url)
     engine = None
     if not rules_only:

@@ -8,6 +8,7 @@ import click
 
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
+    baseline_option,
     db_option,
     engine_options,
     err_console,
@@ -29,11 +30,12 @@ from logwarden.cli.common import (
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @handle_errors
-def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, sigma_paths, db_url,
-          **engine_kw):
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, sigma_paths, baseline_mode,
+          db_url, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.watch import Watcher, stop_signals
@@ -46,7 +48,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
 
         engine = open_engine(engine_opts)
     options = RunOptions.from_settings(settings, rules_only=rules_only, max_batch=engine_opts.max_batch,
-                                       node=node, sigma=sigma_paths)
+                                       node=node, sigma=sigma_paths, baseline=baseline_mode)
     options.commit_every_windows = None  # a batch's records and its offset land in one transaction
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
