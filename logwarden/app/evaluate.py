@@ -331,8 +331,8 @@ def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Pa
 
     # Labelled files are complete (an unterminated last line is a line to score, not one to hold
     # back) and are scored by their paths (no node prefix).
-    options = dataclasses.replace(options or RunOptions(), **overrides, rules_only=engine is None, final=True,
-                                  node=None)
+    options = dataclasses.replace(options or RunOptions(), **{"llm_budget": "unlimited", **overrides},
+                                  rules_only=engine is None, final=True, node=None)
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
         store = open_store(f"sqlite:///{tmp}/eval.db")
         try:

@@ -50,6 +50,13 @@ def sigma_option(func: Callable) -> Callable:
                              "and installed packs and LOGWARDEN_SIGMA_PATHS.")(func)
 
 
+def llm_budget_option(func: Callable) -> Callable:
+    return click.option("--llm-budget", default=None, metavar="DURATION|TOKENS|unlimited",
+                        help="How much model work: 90s, 5m, 1h, 20000tok, unlimited, or auto (unlimited on a GPU, "
+                             "a few minutes on a CPU). What it leaves waits for `logwarden review --pending`. "
+                             "Default: LOGWARDEN_LLM_BUDGET, auto.")(func)
+
+
 def baseline_option(func: Callable) -> Callable:
     from logwarden.app.baseline import MODES
 

@@ -21,6 +21,7 @@ RULES = {
     "template": "Log message of a kind this source has never written",
     "entity": "First-seen activity for this host",
 }
+RULE_PREFIX = "lw-baseline-"  # every baseline signal's rule id starts so (the digest and postprocess tell them apart)
 REFERENCE = "ref: "  # how a deviation's ref is written in its signal's description (the UI and CLI read it back)
 
 
@@ -40,7 +41,7 @@ class Deviation:
 
     @property
     def rule_id(self) -> str:
-        return f"lw-baseline-{self.kind}"
+        return f"{RULE_PREFIX}{self.kind}"
 
 
 def make_ref(*parts: str) -> str:

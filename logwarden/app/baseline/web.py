@@ -188,6 +188,10 @@ class EndpointProfile:
     def warm(self) -> bool:
         return self.support.clients() >= ENDPOINT_WARMUP
 
+    def clients(self) -> int:
+        """Distinct clients (the sketch's estimate, never more than the requests it counted)."""
+        return min(self.support.clients(), self.requests)
+
     def usual_names(self) -> list[str]:
         return sorted((n for n, m in self.params.items() if self._known(n)),
                       key=lambda n: -self.params[n].support.clients())
@@ -212,7 +216,7 @@ class EndpointProfile:
         shown = ", ".join(usual[:6]) + (f" (+{len(usual) - 6})" if len(usual) > 6 else "")
         return _deviation(request, "web-param", "structure", where, "name", name,
                           f"parameter {name!r} never seen on {where} in {self.requests:,} requests from "
-                          f"{self.support.clients():,} clients; usual names: {shown or 'none'}")
+                          f"{self.clients():,} clients; usual names: {shown or 'none'}")
 
     def _missing(self, request: Request, where: str) -> list[Deviation]:
         names = {n for n, _ in request.params}
@@ -406,9 +410,10 @@ def _deviation(request: Request, kind: str, family: str, where: str, feature: st
 
 
 def unknown_endpoint(request: Request, site: SiteProfile, endpoints: int) -> Deviation:
-    return _deviation(request, "web-endpoint", "endpoint", request.endpoint, "endpoint", "",
+    # keyed by the client alone: one client's sweep of unknown pages is one record, not one per page
+    return _deviation(request, "web-endpoint", "endpoint", "(pages never served before)", "endpoint", "",
                       f"{request.endpoint} never served by {request.site} before: {endpoints:,} known endpoints, "
-                      f"{site.requests:,} requests from {site.support.clients():,} clients, "
+                      f"{site.requests:,} requests from {min(site.support.clients(), site.requests):,} clients, "
                       f"{site.new_endpoint_chance:.1%} of them to a page asked for once")
 
 

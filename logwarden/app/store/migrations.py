@@ -169,6 +169,21 @@ def _step_baselines(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _step_model_reviews(conn: Connection) -> None:
+    """Model reviews (issue 33): prompts waiting for the model (`pending`) or answered (`done`,
+    `failed`), most suspicious first, and the records each may change."""
+    md = MetaData()
+    Table("model_reviews", md,
+          Column("id", String(40), primary_key=True), Column("status", String(10), nullable=False, index=True),
+          Column("priority", Integer, nullable=False), Column("run_id", String(40), index=True),
+          Column("item", JSON, nullable=False), Column("error", Text),
+          Column("created_at", DateTime, nullable=False), Column("updated_at", DateTime, nullable=False))
+    Table("model_review_records", md,
+          Column("review_id", String(40), ForeignKey("model_reviews.id", ondelete="CASCADE"), primary_key=True),
+          Column("record_id", String(64), primary_key=True, index=True))
+    md.create_all(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -176,6 +191,7 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (3, "source identity: generations, fingerprints, watched folders", _step_source_identity),
     (4, "run owner: host and pid", _step_run_owner),
     (5, "baselines: profiles and muted deviations", _step_baselines),
+    (6, "model reviews: what waits for the model, and the records it may change", _step_model_reviews),
 )
 LATEST_VERSION = STEPS[-1][0]
 

@@ -46,6 +46,7 @@ from logwarden.app.store.tables import (
     BaselineMute,
     BaselineProfile,
     ErrorEntry,
+    ModelReview,
     Record,
     Review,
     Run,
@@ -60,7 +61,7 @@ from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
-          "baseline_profiles", "baseline_mutes")
+          "baseline_profiles", "baseline_mutes", "model_reviews")
 COMMAND_MAX = 200  # runs.command's width
 
 
@@ -258,6 +259,25 @@ class Store:
 
     def kpis(self, filters: RecordFilter | None = None) -> dict[str, Any]:
         return self._aggregate(aggregates.kpis, filters)
+
+    # -- model reviews -----------------------------------------------------------------------
+
+    def pending_reviews(self, *, run_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Review items (JSON) waiting for the model, most suspicious first."""
+        stmt = select(ModelReview.item).where(ModelReview.status == "pending")
+        if run_id is not None:
+            stmt = stmt.where(ModelReview.run_id == run_id)
+        stmt = stmt.order_by(ModelReview.priority.desc(), ModelReview.created_at, ModelReview.id)
+        return self._scalars(stmt.limit(limit) if limit else stmt)
+
+    def count_reviews(self, *, status: str = "pending", run_id: str | None = None) -> int:
+        stmt = select(func.count()).select_from(ModelReview).where(ModelReview.status == status)
+        if run_id is not None:
+            stmt = stmt.where(ModelReview.run_id == run_id)
+        with self._read() as conn:
+            if not inspect(conn).has_table("model_reviews"):
+                return 0
+            return conn.execute(stmt).scalar_one()
 
     # -- baselines ---------------------------------------------------------------------------
 

@@ -193,3 +193,25 @@ class BaselineMute(Base):
     ref: Mapped[str] = mapped_column(Text, primary_key=True)
     note: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
+
+
+class ModelReview(Base):
+    """One prompt for the model (app/review.py's ReviewItem as JSON): pending, done or failed."""
+
+    __tablename__ = "model_reviews"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    status: Mapped[str] = mapped_column(String(10), index=True)
+    priority: Mapped[int]
+    run_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    item: Mapped[Any] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class ModelReviewRecord(Base):
+    """Which records a review may change (those are "awaiting review" while it is pending)."""
+
+    __tablename__ = "model_review_records"
+    review_id: Mapped[str] = mapped_column(ForeignKey("model_reviews.id", ondelete="CASCADE"), primary_key=True)
+    record_id: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)

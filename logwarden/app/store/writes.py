@@ -21,6 +21,8 @@ from logwarden.app.store.tables import (
     BaselineProfile,
     ErrorEntry,
     EvidenceLine,
+    ModelReview,
+    ModelReviewRecord,
     Record,
     Source,
     WatchedFolder,
@@ -85,6 +87,26 @@ class Transaction:
     def add_watched_folders(self, paths: Sequence[str]) -> None:
         rows = [{"path": path, "first_watched_at": utc_now()} for path in paths]
         _upsert(self.conn, WatchedFolder.__table__, rows, keys=("path",), keep=("first_watched_at",))
+
+    def add_reviews(self, items: Sequence[Any]) -> int:
+        """Queue review items (app/review.py) as pending, with the records each may change; an item
+        queued again (re-analysis) is pending again."""
+        now = utc_now()
+        rows = [{"id": i.id, "status": "pending", "priority": i.priority, "run_id": i.run_id, "item": i.to_json(),
+                 "error": None, "created_at": now, "updated_at": now} for i in items]
+        for chunk in _chunks(rows):
+            _upsert(self.conn, ModelReview.__table__, list(chunk), keys=("id",), keep=("created_at",))
+        links = [{"review_id": i.id, "record_id": r} for i in items for r in i.record_ids]
+        for chunk in _chunks(links):
+            _upsert(self.conn, ModelReviewRecord.__table__, list(chunk), keys=("review_id", "record_id"), keep=())
+        return len(rows)
+
+    def finish_reviews(self, outcomes: Sequence[tuple[str, str, str | None]]) -> None:
+        """(review id, "done" | "failed", error) for each answered item."""
+        now = utc_now()
+        for review_id, status, error in outcomes:
+            self.conn.execute(update(ModelReview).where(ModelReview.id == review_id)
+                              .values(status=status, error=(error or None) and error[:2000], updated_at=now))
 
     def baseline_rows(self, kind: str, scope: str, keys: Sequence[str]) -> dict[str, Any]:
         """The stored rows of `keys`, locked for the merge that follows: on PostgreSQL a
