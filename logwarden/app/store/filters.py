@@ -37,6 +37,8 @@ def conditions(f: RecordFilter) -> list[ColumnElement[bool]]:
         found.append(_text_condition(f.text))
     if f.run_id is not None:
         found.append(Record.run_id == f.run_id)
+    if f.host:
+        found.append(Record.host.ilike(f"%{_escape_like(f.host.strip())}%", escape=LIKE_ESCAPE))
     return found
 
 

@@ -60,6 +60,7 @@ class RecordFilter:
     technique: str | None = None  # "T1110" also matches its sub-techniques "T1110.001"…
     text: str | None = None  # substring of anomaly, trace, recommendation or indicators
     run_id: str | None = None
+    host: str | None = None  # substring of the record's host(s), any case
 
 
 @dataclass(slots=True)
