@@ -160,19 +160,38 @@ def test_review_appends_to_the_audit_trail(ui):
     store, _, open_page = ui
     record = store.query_records(limit=1)[0]
     at = open_page("record", id=record.id)
-    at.selectbox(key="review_status").select("confirmed")
-    at.text_area(key="review_note").input("seen on the firewall too")
-    at.text_input(key="review_reviewer").input("ana")
+    key = f"_{record.id}"
+    at.selectbox(key="review_status" + key).select("confirmed")
+    at.text_area(key="review_note" + key).input("seen on the firewall too")
+    at.text_input(key="review_reviewer" + key).input("ana")
     at.button[0].click().run()
     assert [s.value for s in at.success] == ["Review saved: confirmed"]
-    at.selectbox(key="review_status").select("resolved")
+    at.selectbox(key="review_status" + key).select("resolved")
     at.button[0].click().run()
     history = store.list_reviews(record.id)
     assert [(h.status, h.note, h.reviewer) for h in history] == [("confirmed", "seen on the firewall too", "ana"),
-                                                               ("resolved", None, at.text_input(key="review_reviewer").value or None)]
+                                                               ("resolved", None, "ana")]
     assert store.get_record(record.id).status == "resolved"
     assert list(frame(at, "reviewer")["status"]) == ["confirmed", "resolved"]
     assert metric(at, "Status") == "resolved"
+
+
+def test_a_second_note_keeps_the_status_and_the_form_shows_it(ui):
+    """Issue 31 item 1: a note saved on a confirmed record wrote `new` (the form had reset)."""
+    store, _, open_page = ui
+    record = store.query_records(limit=1)[0]
+    at = open_page("record", id=record.id[:12])  # the id as the tables print it
+    key = f"_{record.id}"
+    at.selectbox(key="review_status" + key).select("confirmed")
+    at.text_area(key="review_note" + key).input("first note")
+    at.button[0].click().run()
+    assert at.selectbox(key="review_status" + key).value == "confirmed"
+    assert at.text_area(key="review_note" + key).value == ""
+    at.text_area(key="review_note" + key).input("second note, nothing else changed")
+    at.button[0].click().run()
+    assert [(h.status, h.note) for h in store.list_reviews(record.id)] == [
+        ("confirmed", "first note"), ("confirmed", "second note, nothing else changed")]
+    assert at.selectbox(key="review_status" + key).value == "confirmed"
 
 
 def test_unknown_record_id_is_an_error_message_not_a_crash(ui):
