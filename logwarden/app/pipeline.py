@@ -10,6 +10,16 @@ across file ends (small files' windows wait for the next file's instead of going
 offset is committed only in the transaction that holds its last window, or a later one, so a
 crash loses nothing and a resume doubles nothing. Knows nothing of the CLI, terminals or
 Streamlit (progress is a callback).
+
+Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
+"errors", "llm_calls" (prompts sent), "llm_queued" (prompts waiting for the model, counted as
+they are queued), "llm_done" (prompts answered or failed), "prompt_tokens" and "new_tokens" (as
+the engine reports them). A display can thus weigh the model's work, not only the lines read.
+
+Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations
+in flight and makes the run raise `RunStopped` at the next window or model answer; `finish`
+then commits what was done and leaves every window that waited for the model (and its file's
+offset) for the next run. A rules-only run has nothing to cancel and is not stopped by it.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,15 +50,17 @@ from logwarden.app.ingest import (
     iter_files,
     next_generation,
     read_head,
+    sniff_binary,
     source_name,
 )
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.parse import parse_stream
+from logwarden.app.parse import NOT_LOGS, parse_stream
+from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
 from logwarden.app.store import SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.engine.sizing import cuda_batch
-from logwarden.errors import LogwardenError
+from logwarden.errors import LogwardenError, RunStopped
 from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
 
@@ -92,6 +105,7 @@ class RunOptions:
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
+    year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
@@ -135,6 +149,8 @@ class RunMetrics:
     breaker_open: bool = False
     elapsed_s: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
+    years: dict[str, str] = field(default_factory=dict)  # source → how its year-less dates got their year
+    skipped: dict[str, str] = field(default_factory=dict)  # source → why it is not a log (markdown, labels)
     records_by_level: dict[str, int] = field(default_factory=dict)
     records_by_category: dict[str, int] = field(default_factory=dict)
 
@@ -231,7 +247,9 @@ class Pipeline:
         self._settling: list[dict] = []  # finished sources whose windows still wait for the model
         self._buffer = _Buffer()
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
+        self._cancel = threading.Event()
         self.run_id = store.start_run(command=command, config=self._config())
         self.provenance = Provenance.of(self.engine, self.run_id)
 
@@ -245,12 +263,38 @@ class Pipeline:
     # ---- sources -------------------------------------------------------------------------
 
     def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
-        for item in iter_files(paths, include=self.options.include, exclude=self.options.exclude):
-            if isinstance(item, ErrorRow):
-                self._errors([item])
-                continue
-            self.analyze_file(item)
+        found = list(iter_files(paths, include=self.options.include, exclude=self.options.exclude))
+        self._dates = self._run_dates([item for item in found if isinstance(item, Path)])
+        try:
+            for item in found:
+                if isinstance(item, ErrorRow):
+                    self._errors([item])
+                    continue
+                self.analyze_file(item)
+        except RunStopped:
+            self.finish("aborted")
+            raise
         return self.finish()
+
+    # ---- stopping ----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the model's work now: generations in flight are cancelled and the run raises
+        `RunStopped` where it would next wait for the model. Signal-safe; no effect rules-only."""
+        if self.engine is None:
+            return
+        self._cancel.set()
+        cancel = getattr(self.engine, "cancel", None)
+        if cancel is not None:
+            cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _check_cancelled(self) -> None:
+        if self._cancel.is_set():
+            raise RunStopped("stopped: the model's work was cancelled")
 
     def analyze_file(self, path: Path) -> None:
         """One file of `analyze`: its last windows may wait for the next file's batch (`finish` sends them)."""
@@ -262,7 +306,7 @@ class Pipeline:
                           max_line_bytes=line_limit(path), final_partial=final,
                           expect=fingerprint_of(start) if start.offset else None)
         self.process(reader, source=start.path, inode=start.inode, generation=start.generation,
-                     reference_time=_mtime(path), fmt=start.format, batch_on=True)
+                     reference_time=self._reference_time(path, start.path), fmt=start.format, batch_on=True)
         if reader.changed:  # rewritten between looking at it and reading it: read it as what it is now
             self.metrics.files -= 1
             self.analyze_file(path)
@@ -271,6 +315,18 @@ class Pipeline:
             self.metrics.held_back_lines += 1
             log.info("%s: its last line has no newline yet; left for --resume (or pass --final)", path)
         self._sources.pop((start.path, start.inode), None)  # a finished file's miner is persisted; free it
+
+    def _run_dates(self, files: Sequence[Path]) -> RunDates:
+        """What the first lines of the run's files say about dates (skipped under --year)."""
+        if self.options.year is not None:
+            return RunDates({}, year=self.options.year)
+        return RunDates({str(path): sample_dates(_head_lines(path), str(path)) for path in files})
+
+    def _reference_time(self, path: Path, source: str) -> datetime | None:
+        choice = self._dates.choose(str(path), _mtime(path))
+        if choice.reason:
+            self.metrics.years[source] = choice.reason
+        return choice.reference_time
 
     def _start_of(self, path: Path) -> SourceState:
         """Where reading `path` starts, and as which source. With --resume, by content: a rotated,
@@ -305,6 +361,10 @@ class Pipeline:
             self.metrics.formats[source] = decision.reason
             log.info("%s: %s", source, decision.reason)
         fmt = decision.name
+        if fmt in NOT_LOGS:  # README.md, labels.jsonl: skipped, nothing stored (they are looked at again next time)
+            self.metrics.skipped[source] = decision.reason
+            self.metrics.files -= 1
+            return fmt
         miner, detector = self._source_state(source, inode)
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
@@ -347,6 +407,7 @@ class Pipeline:
     # ---- windows ----------------------------------------------------------------------------
 
     def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
+        self._check_cancelled()
         self._count(window)
         if self.engine is None:  # rules only: no model reads a digest, so none is built
             self._store_window(window, signals, None)
@@ -361,6 +422,7 @@ class Pipeline:
         parts = self._parts(digest)
         self.metrics.digest_chars += sum(len(part.prompt) for part in parts)
         self._pending.append(_Pending(window, signals, parts))
+        self.progress("llm_queued", len(parts))
         if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
             self._flush()
             if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
@@ -403,6 +465,8 @@ class Pipeline:
     def _flush(self) -> None:
         """Every waiting window to the model and into the buffer; the sources that waited on them
         with it (all their windows are in the buffer now)."""
+        if self._pending:
+            self._check_cancelled()
         pending, self._pending = self._pending, []
         settled, self._settling = self._settling, []
         if pending:
@@ -433,9 +497,13 @@ class Pipeline:
         try:
             generations = self.engine.generate(requests, max_new_tokens=self.options.max_new_tokens)
         except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
+            self._check_cancelled()
             log.warning("engine failed on a batch of %d: %s", len(requests), exc)
             return [LLMResult(assessment=None, error=f"engine: {exc}", digest=a.part.text, lines_of=a.part.lines_of)
                     for a in asks]
+        finally:
+            self.progress("llm_done", len(requests))
+        self._check_cancelled()  # answers cut short by a stop are not answers: the windows wait for the next run
         return [self._result(g, a.part) for g, a in zip(generations, asks)]
 
     def _result(self, generation, part: DigestPart) -> LLMResult:
@@ -443,6 +511,8 @@ class Pipeline:
         self.metrics.prompt_tokens += stats.prompt_tokens
         self.metrics.cached_prefix_tokens += stats.cached_prefix_tokens
         self.metrics.new_tokens += stats.new_tokens
+        self.progress("prompt_tokens", stats.prompt_tokens)
+        self.progress("new_tokens", stats.new_tokens)
         self.metrics.ttft_s_sum += stats.ttft_s
         self.metrics.generation_s += stats.total_s / max(stats.batch_size, 1)
         self.metrics.peak_memory_mb = max(self.metrics.peak_memory_mb, stats.peak_memory_mb)
@@ -502,7 +572,13 @@ class Pipeline:
         self.store.add_errors(rows, run_id=self.run_id)
 
     def finish(self, status: str | None = None) -> RunMetrics:
-        self._flush()
+        """End the run: what waits for the model is assessed and everything committed; after a
+        `cancel()`, what waits for the model is dropped instead (its files' offsets with it, so a
+        resumed run reads those windows again) and what was finished is committed."""
+        if self._cancel.is_set():
+            self._pending, self._settling = [], []
+        else:
+            self._flush()
         self._commit()
         self.metrics.elapsed_s = time.perf_counter() - self._started
         status = status or ("failed" if self.metrics.errors else "ok")
@@ -543,6 +619,16 @@ def _quiet_for(path: Path, seconds: float | None) -> bool:
         return time.time() - path.stat().st_mtime >= seconds
     except OSError:
         return False
+
+
+def _head_lines(path: Path) -> list[LogLine]:
+    """The complete lines of the file's first bytes (decompressed); none for a binary file (EVTX)."""
+    head = read_head(path) or b""
+    if sniff_binary(head):
+        return []
+    texts = head.decode("utf-8", "replace").split("\n")[:-1]  # the last piece may be cut
+    return [LogLine(source=str(path), inode=0, offset=0, line_no=n, text=t.rstrip("\r"))
+            for n, t in enumerate(texts, 1)]
 
 
 def _mtime(path: Path) -> datetime | None:

@@ -51,7 +51,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
     stop = threading.Event()
-    with stop_signals(stop.set):
+    with stop_signals(lambda _signum: stop.set()):
         pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
         watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
                           max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
