@@ -19,7 +19,7 @@ the engine reports them). A display can thus weigh the model's work, not only th
 Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations
 in flight and makes the run raise `RunStopped` at the next window or model answer; `finish`
 then commits what was done and leaves every window that waited for the model (and its file's
-offset) for the next run. A rules-only run has nothing to cancel and is not stopped by it.
+offset) for the next run.
 """
 
 from __future__ import annotations
@@ -271,18 +271,16 @@ class Pipeline:
                     self._errors([item])
                     continue
                 self.analyze_file(item)
+            return self.finish()
         except RunStopped:
             self.finish("aborted")
             raise
-        return self.finish()
 
     # ---- stopping ----------------------------------------------------------------------------
 
     def cancel(self) -> None:
-        """Stop the model's work now: generations in flight are cancelled and the run raises
-        `RunStopped` where it would next wait for the model. Signal-safe; no effect rules-only."""
-        if self.engine is None:
-            return
+        """Stop now: the engine's generations in flight are cancelled and the run raises
+        `RunStopped` at its next window or model answer. Signal-safe."""
         self._cancel.set()
         cancel = getattr(self.engine, "cancel", None)
         if cancel is not None:
@@ -492,6 +490,7 @@ class Pipeline:
     def _call(self, asks: Sequence[_Ask]) -> list[LLMResult]:
         """Each prompt carries its own schema: its evidence ids are the ones its digest part shows."""
         requests = [ask.part.request() for ask in asks]
+        log.info("asking the model: %d prompt(s)", len(requests))
         self.metrics.llm_calls += len(requests)
         self.progress("llm_calls", len(requests))
         try:
