@@ -235,11 +235,13 @@ class Pipeline:
     """One run: `analyze(paths)` for files/folders, `process(...)` for any line source (watcher, stdin)."""
 
     def __init__(self, store: Store, engine: Engine | None, options: RunOptions, *,
-                 progress: Progress = _no_progress, command: str = "analyze"):
+                 progress: Progress = _no_progress, command: str = "analyze",
+                 on_stored: Callable[[Sequence[RiskRecord]], None] | None = None):
         self.store = store
         self.engine = None if options.rules_only else engine
         self.options = options
         self.progress = progress
+        self.on_stored = on_stored  # told of each transaction's records once they are committed
         self.metrics = RunMetrics()
         self.rules = ruleset_for(options.sigma)
         self._consecutive_failures = 0
@@ -557,6 +559,8 @@ class Pipeline:
             for state in buffer.sources:
                 tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                                  if k not in ("path", "inode")})
+        if self.on_stored is not None and buffer.records:
+            self.on_stored(buffer.records)
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)
