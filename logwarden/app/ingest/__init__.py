@@ -25,11 +25,12 @@ from logwarden.app.ingest.reader import (
     read_head,
     read_lines,
     read_stream,
+    content_size,
     sniff_binary,
 )
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
     "is_compressed", "is_rotated_name", "iter_files", "key_of", "next_generation", "read_complete_lines",
-    "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
+    "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
 ]
