@@ -20,12 +20,12 @@ from logwarden.app.ingest.identity import (
 from logwarden.app.ingest.reader import (
     DEFAULT_MAX_LINE_BYTES,
     TailRead,
+    content_size,
     is_compressed,
     read_complete_lines,
     read_head,
     read_lines,
     read_stream,
-    content_size,
     sniff_binary,
 )
 

@@ -168,11 +168,10 @@ def test_a_sigterm_while_the_watcher_is_set_up_stops_its_run_cleanly(tmp_path, m
 def test_watch_prints_each_new_high_or_critical_record_as_one_line(tmp_path):
     """Issue 31: `watch` says what it stored as it stores it — one line a high/critical record on
     stdout (grep-able: level, time, host, category, anomaly, place, id); `--quiet` only those."""
+    from _ui_helpers import ACCESS_LOG
     from click.testing import CliRunner
 
     from logwarden.cli.main import main as cli
-
-    from _ui_helpers import ACCESS_LOG
 
     folder = tmp_path / "logs"
     folder.mkdir()
