@@ -13,9 +13,9 @@ import pandas as pd
 
 from logwarden.app.store import IndicatorCount, TechniqueCount, TimeCount
 from logwarden.schemas import RISK_LEVELS
+from logwarden.ui.style import LEVEL_COLORS
 from logwarden.ui.text import technique_url
 
-LEVEL_COLORS = {"info": "#9aa5b1", "low": "#4c9be8", "medium": "#f2b134", "high": "#e8743b", "critical": "#c0392b"}
 _LEVEL_SCALE = alt.Scale(domain=list(RISK_LEVELS), range=[LEVEL_COLORS[level] for level in RISK_LEVELS])
 
 

@@ -134,13 +134,26 @@ def test_records_sort_and_paginate_in_sql(ui):
     assert at.number_input(key="rec_page").value == 1
 
 
-def test_records_open_button_switches_to_the_detail_page(ui):
-    _, _, open_page = ui
-    at = open_page("records")
-    picked = at.selectbox(key="rec_pick").options[0]
-    at.button(key="rec_open").click().run()
-    assert [t.value for t in at.title] == ["Record detail"]
-    assert at.query_params["id"].startswith(picked.split(" ")[0])
+def test_records_filters_come_from_and_go_to_the_url(ui):
+    store, _, open_page = ui
+    at = open_page("records", risk="high", category="brute_force,web_attack", view="Queue")
+    assert at.selectbox(key="rec_min_risk").value == "high"
+    assert set(records_table(at)["risk"]) <= {"high", "critical"}
+    assert set(records_table(at)["category"]) <= {"brute_force", "web_attack"}
+    at.text_input(key="rec_host").input("bastion").run()
+    assert at.query_params["host"] == "bastion" and at.query_params["risk"] == "high"
+    assert set(records_table(at)["host"]) == {"bastion-1"}
+
+
+def test_records_grouped_by_host_and_address(ui):
+    store, _, open_page = ui
+    at = open_page("records", view="By host")
+    hosts = frame(at, "host")
+    assert "bastion-1" in set(hosts["host"])
+    row = hosts[hosts["host"] == "bastion-1"].iloc[0]
+    assert row["records"] == sum("bastion-1" in r.hosts for r in store.query_records(limit=500))
+    at = open_page("records", view="By address")
+    assert "203.0.113.7" in set(frame(at, "address")["address"])
 
 
 def test_record_detail_shows_evidence_context_and_links(ui):

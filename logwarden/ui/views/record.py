@@ -17,9 +17,9 @@ from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document
+from logwarden.ui.style import SECTIONS, section_heading
 from logwarden.ui.text import escape_markdown, technique_link
 
-SECTIONS = (("Anomaly (异常)", "anomaly"), ("Trace (溯源)", "trace"), ("Recommendation (建议)", "recommendation"))
 
 
 def render() -> None:
@@ -64,8 +64,8 @@ def _header(r: RiskRecord) -> None:
 
 
 def _assessment(r: RiskRecord) -> None:
-    for title, name in SECTIONS:
-        st.markdown(f"**{title}**")
+    for english, chinese, name in SECTIONS:
+        st.html(section_heading(english, chinese))  # constant text; the record's text below is escaped
         st.markdown(escape_markdown(getattr(r, name)) or "—")
     if r.ungrounded:
         st.caption(escape_markdown("Removed from the model's text — named but not in the digest it was shown: "
@@ -79,8 +79,7 @@ def _evidence(r: RiskRecord) -> None:
     refs = f" · the model pointed at {', '.join(r.evidence.refs)}" if r.evidence.refs else ""
     st.caption(escape_markdown(f"{len(r.evidence.line_numbers)} lines of {r.source}{refs}", one_line=True))
     stored = {line.line_no: line.text for line in r.evidence.exemplars}
-    if stored:
-        st.code("\n".join(f"{n:>7}  {text}" for n, text in sorted(stored.items())), language=None)
+    _evidence_lines(r)
     around = sorted(stored) or r.evidence.line_numbers[:20]
     lines = context_lines(r.source, around, marked=r.evidence.line_numbers)
     if lines is None:
@@ -89,7 +88,19 @@ def _evidence(r: RiskRecord) -> None:
     with st.expander("In context (read from the file now; > marks evidence lines)", expanded=True):
         if not is_document(r.source) and changed_since_analysis(r.evidence.exemplars, lines):
             st.warning("The file's lines differ from the stored evidence: it was rotated or rewritten since.")
-        st.code(format_lines(lines), language=None)
+        st.code(format_lines(lines), language=None, wrap_lines=True)
+
+
+def _evidence_lines(r: RiskRecord) -> None:
+    """Each stored evidence line, wrapped, under its parsed key fields (stored with the record; an
+    older record's are parsed again from the stored text)."""
+    from logwarden.app.keyfields import key_fields
+
+    for line in sorted(r.evidence.exemplars, key=lambda e: e.line_no):
+        fields = list(line.fields.items()) or key_fields(line.text)
+        if fields:
+            st.caption(escape_markdown(" · ".join(f"{name}={value}" for name, value in fields), one_line=True))
+        st.code(f"{line.line_no:>7}  {line.text}", language=None, wrap_lines=True)
 
 
 def _indicators_and_techniques(r: RiskRecord) -> None:
