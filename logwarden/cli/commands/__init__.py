@@ -5,10 +5,11 @@ from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
 from logwarden.cli.commands.records import db, records
+from logwarden.cli.commands.report import report
 from logwarden.cli.commands.rules import rules
 from logwarden.cli.commands.train import train
 from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, ui, export, records, db, rules, eval_command, dataset, train]
+COMMANDS = [analyze, triage, watch, ui, export, report, records, db, rules, eval_command, dataset, train]
