@@ -4,14 +4,16 @@ pipeline (rules-only) from real auth.log / access.log lines."""
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import timedelta
 
 import pytest
 from _store_helpers import BASE_TS, make_record
-from _ui_helpers import APP, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
+from _ui_helpers import APP, SAMPLES, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
 from streamlit.testing.v1 import AppTest
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.pipeline import Pipeline, RunOptions
 
 TIMEOUT = 120  # a cold import of pandas/altair on a loaded 2-core machine; not a performance bound
 
@@ -237,12 +239,16 @@ def test_runs_and_sources_page_shows_metrics_lag_and_errors(ui, tmp_path):
         fh.write("Nov 29 10:30:00 bastion-1 sshd[999]: Connection closed by 192.0.2.1 port 22 [preauth]\n")
     store.add_errors([ErrorRow(source=str(tmp_path / "logs" / "broken.gz"), offset=0, stage="ingest",
                                message="not a gzip file")])
+    rotated = tmp_path / "logs" / "access.log.2.gz"
+    shutil.copyfile(SAMPLES / "access.log.2.gz", rotated)
+    Pipeline(store, None, RunOptions(rules_only=True)).analyze([rotated])
     at = open_page("runs")
     runs = frame(at, "compression_ratio")
-    assert runs["lines"].iloc[0] == 15 and runs["status"].iloc[0] == "ok"
+    assert runs["lines"].iloc[-1] == 15 and runs["status"].iloc[-1] == "ok"  # the first run, under the .gz one
     sources = frame(at, "lag_bytes").set_index("path")
     assert sources.loc[str(auth), "lag_bytes"] > 0
     assert sources.loc[str(tmp_path / "logs" / "access.log"), "lag_bytes"] == 0
+    assert sources.loc[str(rotated), "lag_bytes"] == 0  # issue 31: was −116,325 (compressed size − content offset)
     assert "not a gzip file" in set(frame(at, "stage")["message"])
 
 

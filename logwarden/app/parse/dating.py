@@ -3,8 +3,9 @@
 A file's modification time says when it was last written, not when its lines were: a checkout, a
 copy or an archive gives the lines of one intrusion two different years. Lines that state their
 year (an access log's [12/Mar/2024:…], Windows events, CloudTrail) are better witnesses: the year
-comes from dated lines of the same host in the run when there are any, else from any dated lines
-of the run, else from the file's modification time — or from `--year`. Each choice says which.
+comes from dated lines of the same host in the run when there are any, else of the files in the
+same folder, else of any file of the run, else from the file's modification time — or from
+`--year`. Each choice says which.
 
 A line states its year when parsing it with two reference times ten years apart gives the same
 time: no format list to keep, and every parser (the generic heuristic too) is asked the same way.
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import PurePath
 
 from logwarden.app.events import LogLine
 
@@ -75,13 +77,17 @@ class RunDates:
             return YearChoice(datetime(self.year, 12, 31, 23, 59, 59), f"year {self.year} (--year)")
         if sample is None or not sample.yearless:
             return YearChoice(mtime, None)
-        others = [(host, ts) for other, s in self.samples.items() if other != name for host, ts in s.dated]
-        same_host = [ts for host, ts in others if host and host in sample.yearless_hosts]
+        others = [(other, host, ts) for other, s in self.samples.items() if other != name for host, ts in s.dated]
+        same_host = [ts for _, host, ts in others if host and host in sample.yearless_hosts]
         if same_host:
-            hosts = ", ".join(sorted(sample.yearless_hosts & {h for h, _ in others if h}))
+            hosts = ", ".join(sorted(sample.yearless_hosts & {h for _, h, _ in others if h}))
             return self._near(same_host, f"dated lines of host {hosts} in this run")
+        folder = str(PurePath(name).parent)
+        same_folder = [ts for other, _, ts in others if str(PurePath(other).parent) == folder]
+        if same_folder:  # a host's /var/log: its access log dates its syslog better than another host's files
+            return self._near(same_folder, "dated lines of the files beside it")
         if others:
-            return self._near([ts for _, ts in others], "dated lines of this run")
+            return self._near([ts for _, _, ts in others], "dated lines of this run")
         when = f" ({mtime:%Y-%m-%d})" if mtime else ""
         return YearChoice(mtime, f"the file's modification time{when}: no line of this run states its year; "
                                  "--year sets it")

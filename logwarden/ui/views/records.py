@@ -118,9 +118,10 @@ def _queue(url: str, key: data.FilterKey) -> None:
     generation = st.session_state.setdefault("rec_table_gen", 0)  # a new table: no stale selection
     event = st.dataframe(styled(table(rows)), hide_index=True, width="stretch",
                          key=f"records_table_{int(bulk)}_{generation}",
-                         on_select="rerun", selection_mode="multi-row" if bulk else "single-row",
+                         on_select="rerun", selection_mode="multi-row" if bulk else ["single-row", "single-cell"],
                          column_config={"id": st.column_config.TextColumn("id", width="small")})
-    picked = [rows[i] for i in event.selection.rows if i < len(rows)]
+    clicked = [*event.selection.rows, *(cell[0] for cell in getattr(event.selection, "cells", []) or [])]
+    picked = [rows[i] for i in dict.fromkeys(clicked) if i < len(rows)]
     if bulk:
         _bulk_review(url, picked)
     elif picked:
