@@ -10,6 +10,7 @@ the whole filtered set when clicked. Knows nothing of how a record is shown in d
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 
@@ -115,9 +116,12 @@ def _queue(url: str, key: data.FilterKey) -> None:
     if not rows:
         st.info("No record matches these filters.")
         return
-    generation = st.session_state.setdefault("rec_table_gen", 0)  # a new table: no stale selection
+    # One table per content: a click selects a row of the rows shown (a selection kept from other
+    # rows would be dropped, and the click with it); after opening a record the next table is new.
+    generation = st.session_state.setdefault("rec_table_gen", 0)
+    shown = hashlib.sha256(repr((key, order_by, descending, size, page)).encode()).hexdigest()[:12]
     event = st.dataframe(styled(table(rows)), hide_index=True, width="stretch",
-                         key=f"records_table_{int(bulk)}_{generation}",
+                         key=f"records_table_{int(bulk)}_{generation}_{shown}",
                          on_select="rerun", selection_mode="multi-row" if bulk else ["single-row", "single-cell"],
                          column_config={"id": st.column_config.TextColumn("id", width="small")})
     clicked = [*event.selection.rows, *(cell[0] for cell in getattr(event.selection, "cells", []) or [])]
