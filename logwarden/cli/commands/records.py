@@ -8,6 +8,7 @@ ids it prints, or any unique prefix. Commands here never create a store.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -76,13 +77,19 @@ def list_records(min_risk, category, status, host, source, since, until, search,
 
 
 def _table(rows: list[RiskRecord]) -> Table:
+    """One line a record, the level in its colour, the anomaly cut to the width left."""
+    widths = {"id": 12, "last event (UTC)": 19, "risk": 8, "status": 14, "host": 26, "category": 20, "source": 24}
+    cells = [[r.id[:12], _when(r), r.risk_level, r.status, r.host or "-", r.category, Path(r.source).name]
+             for r in rows]
+    sizes = [min(max([len(name), *(len(c[i]) for c in cells)]), most) for i, (name, most) in enumerate(widths.items())]
+    room = max(20, out_console.width - sum(size + 3 for size in sizes) - 1)
     table = Table(show_header=True, header_style="bold")
-    for column in ("id", "last event (UTC)", "risk", "status", "host", "category", "source", "anomaly"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(r.id[:12], _when(r), Text(r.risk_level, style=LEVEL_STYLES[r.risk_level]), r.status,
-                      r.host or "-", r.category, _short_source(r.source), r.anomaly[:100],
-                      style=LEVEL_STYLES[r.risk_level] if r.risk_level == "critical" else None)
+    for name, size in zip(widths, sizes):
+        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=size, max_width=size)
+    table.add_column("anomaly", no_wrap=True, overflow="ellipsis", min_width=room, max_width=room)
+    for r, row in zip(rows, cells):
+        row[2] = Text(r.risk_level, style=LEVEL_STYLES[r.risk_level])
+        table.add_row(*row, " ".join(r.anomaly.split()))
     return table
 
 
@@ -102,10 +109,6 @@ def _cell(value: str) -> str:
 
 def _when(r: RiskRecord) -> str:
     return f"{r.last_ts:%Y-%m-%d %H:%M:%S}" if r.last_ts else "-"
-
-
-def _short_source(source: str) -> str:
-    return source if len(source) <= 40 else "…" + source[-39:]
 
 
 @records.command("show")
