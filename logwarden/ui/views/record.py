@@ -21,7 +21,6 @@ from logwarden.ui.style import SECTIONS, section_heading
 from logwarden.ui.text import escape_markdown, technique_link
 
 
-
 def render() -> None:
     st.title("Record detail")
     url = data.db_url()
