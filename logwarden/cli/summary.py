@@ -26,11 +26,20 @@ TOP = 3
 def print_run_summary(console: Console, metrics, records: Sequence[RiskRecord], *, db_url: str,
                       model: bool) -> None:
     console.print(_counts_table(metrics, records, model))
-    levels = [level for level in reversed(RISK_LEVELS) if any(r.risk_level == level for r in records)]
-    if levels:
-        console.print(_tops_table(records, levels))
+    print_detections(console, records)
     for line in _closing_lines(metrics, records, db_url):
         console.print(line, highlight=False, markup=False)
+
+
+def print_detections(console: Console, records: Sequence[RiskRecord], title: str = "") -> None:
+    """Detections per level in colour with their top rules, hosts and addresses, and the time span."""
+    levels = [level for level in reversed(RISK_LEVELS) if any(r.risk_level == level for r in records)]
+    if levels:
+        console.print(_tops_table(records, levels, title))
+    times = sorted(t for r in records for t in (r.first_ts, r.last_ts) if t)
+    if times and title:
+        console.print(f"first event {times[0]:%Y-%m-%d %H:%M:%S}, last event {times[-1]:%Y-%m-%d %H:%M:%S} (UTC)",
+                      highlight=False, markup=False)
 
 
 def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
@@ -65,15 +74,16 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
     return table
 
 
-def _tops_table(records: Sequence[RiskRecord], levels: list[str]) -> Table:
-    table = Table(title="top rules, hosts and addresses per level", show_header=True, header_style="bold")
-    for column in ("level", "rules", "hosts", "addresses"):
+def _tops_table(records: Sequence[RiskRecord], levels: list[str], title: str = "") -> Table:
+    table = Table(title=title or "top rules, hosts and addresses per level", show_header=True, header_style="bold")
+    for column in ("level", "records", "rules", "hosts", "addresses"):
         table.add_column(column, overflow="fold")
     for level in levels:
         mine = [r for r in records if r.risk_level == level]
         rules = Counter(rule for r in mine for rule in r.detections) or Counter(
             r.category for r in mine if r.decided_by == "llm")
-        table.add_row(Text(level, style=LEVEL_STYLES[level]), _top(rules),
+        table.add_row(Text(level, style=LEVEL_STYLES[level]), Text(f"{len(mine):,}", style=LEVEL_STYLES[level]),
+                      _top(rules),
                       _top(Counter(h for r in mine for h in r.hosts)),
                       _top(Counter(ip for r in mine for ip in r.indicators.ips)))
     return table
