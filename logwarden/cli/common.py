@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -139,6 +140,35 @@ def parse_time(value: str | None, option: str = "--since") -> datetime | None:
         raise InputError(f"{option} {value!r}: give an ISO time (2026-11-30T08:00) or an age like 15m, 24h, "
                          "7d") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+class StopRequest:
+    """SIGINT/SIGTERM as a request to stop (inside `installed()`): the first calls `on_stop` (which
+    cancels the work in flight), a second exits at once. `signum` says which came first."""
+
+    def __init__(self, on_stop: Callable[[], None]):
+        self.on_stop = on_stop
+        self.signum: int | None = None
+
+    def installed(self):
+        from logwarden.app.watch import stop_signals
+
+        return stop_signals(self._on_signal)
+
+    def _on_signal(self, signum: int) -> None:
+        if self.signum is not None:
+            exit_at_once(128 + signum)  # asked twice: no more waiting for anything
+        self.signum = signum
+        self.on_stop()
+
+
+def exit_at_once(code: int) -> None:
+    """Exit without the interpreter's teardown, after flushing what was printed: llama.cpp may still
+    be inside one prefill of a cancelled task (tens of seconds on a CPU); waiting for it at exit
+    is what made a stop during model work slow, and tearing it down under it what crashed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def print_json(data) -> None:

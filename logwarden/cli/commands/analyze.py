@@ -8,7 +8,6 @@ exits at once.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from pathlib import Path
@@ -18,9 +17,11 @@ import click
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.cli.common import (
+    StopRequest,
     db_option,
     engine_options,
     err_console,
+    exit_at_once,
     handle_errors,
     json_option,
     make_engine_options,
@@ -85,7 +86,7 @@ def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume,
             options = throughput_options(options, engine)
     progress = RunProgress(paths, err_console, model=engine is not None)
     pipeline = Pipeline(store, engine, options, progress=progress.update, command="analyze " + " ".join(map(str, paths)))
-    stop = _StopOnSignal(pipeline)
+    stop = StopRequest(pipeline.cancel)
     try:
         with progress, stop.installed():
             metrics = pipeline.analyze(paths)
@@ -102,30 +103,8 @@ def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume,
     sys.exit(1 if metrics.errors or metrics.llm_failures else 0)
 
 
-class _StopOnSignal:
-    """SIGINT/SIGTERM → `pipeline.cancel()` (the run stops at its next window or model answer,
-    within a second or two, its finished work committed); a second one exits at once."""
-
-    def __init__(self, pipeline: Pipeline):
-        self.pipeline = pipeline
-        self.signum: int | None = None
-
-    def installed(self):
-        from logwarden.app.watch import stop_signals
-
-        return stop_signals(self._on_signal)
-
-    def _on_signal(self, signum: int) -> None:
-        if self.signum is not None:
-            os._exit(128 + signum)  # asked twice: no more waiting for anything
-        self.signum = signum
-        self.pipeline.cancel()
-
-
 def _stopped(pipeline: Pipeline, store, db_url: str, signum: int | None, *, model: bool) -> None:
-    """Say what was kept and exit 128 + the signal. With a model loaded, the process ends without
-    the interpreter's teardown: llama.cpp may still be inside one prefill of a cancelled task
-    (tens of seconds on a CPU), and waiting for it at exit is what made stops slow and crash."""
+    """Say what was kept and exit 128 + the signal (with a model loaded, at once: `exit_at_once`)."""
     kept = len(_run_records(store, pipeline.run_id))
     name = signal.Signals(signum).name if signum else "a stop"
     err_console.print(f"stopped by {name}: {kept} record(s) of this run kept, the run is marked aborted; "
@@ -133,9 +112,7 @@ def _stopped(pipeline: Pipeline, store, db_url: str, signum: int | None, *, mode
                       highlight=False, markup=False)
     code = 128 + (signum or signal.SIGINT)
     if model:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exit_at_once(code)
     sys.exit(code)
 
 
