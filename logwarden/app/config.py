@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     max_batch: int = MAX_BATCH
     max_new_tokens: int = 320  # the answer's token budget (analyze, watch, triage, eval, the UI)
 
+    # baselines of normal: judge (learn what did not deviate), learn (history: learn all, judge nothing) or off
+    baseline: str = "judge"
+
     # windowing / prompt
     window_max_lines: int = 2000
     window_max_gap_s: float = 900.0

@@ -42,6 +42,8 @@ TEMPLATE_CHARS = 160
 MAX_TEMPLATES = 25
 MAX_SIGNALS = 12  # rules listed with their titles
 MAX_SIGNAL_LINES = 12  # rule evidence lines a window must show
+BASELINE_RULES = "lw-baseline-"  # signals of the learned baseline (app/baseline): listed as deviations, not rules
+DEVIATION_CHARS = 260
 RISK_ORDER = ("info", "low", "medium", "high", "critical")
 TOP_VALUES = 5
 HEADER_SHARE = 0.55  # of a part's token budget, at most, for the header (templates, top values, rules)
@@ -97,6 +99,17 @@ class RuleHit:
         keys = [f"{k} ({n} lines)" for k, n in self.keys[:max_keys] if k] if max_keys else []
         more = f" +{len(self.keys) - max_keys} more" if len(self.keys) > max_keys else ""
         return head + (" — " + ", ".join(keys) + more if keys else "")
+
+
+@dataclass(slots=True)
+class DeviationNote:
+    """A baseline deviation as the model reads it: its first line and what was expected there."""
+
+    line: int
+    text: str
+
+    def describe(self) -> str:
+        return f" L{self.line}: {_clip(self.text, DEVIATION_CHARS)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +169,7 @@ class Digest:
     favoured: list[int] = field(default_factory=list)  # shown where room is left: one line per other template
     rare: list[int] = field(default_factory=list)  # the rare lines (the coverage metric's denominator)
     lean: bool = False
+    deviations: list[DeviationNote] = field(default_factory=list)  # from the baseline, with what is usual
 
     # ---- rendering ---------------------------------------------------------------------------
 
@@ -169,7 +183,16 @@ class Digest:
         shown = self.rules[:shape.rules]
         more = f"; … {len(self.rules) - len(shown)} more rules" if len(shown) < len(self.rules) else ""
         keys = 0 if self.lean else 5  # a few lines are all shown: the keys would repeat them
-        return "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
+        line = "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
+        return line + self._deviation_lines(shape)
+
+    def _deviation_lines(self, shape: HeaderShape) -> str:
+        """What the learned baseline did not expect, each with what it did (only when there is any)."""
+        if not self.deviations:
+            return ""
+        shown = self.deviations[:shape.rules]
+        more = [f" … {len(self.deviations) - len(shown)} more"] if len(shown) < len(self.deviations) else []
+        return "\n" + "\n".join(["unlike this source's learned baseline:", *(d.describe() for d in shown), *more])
 
     def header(self, shape: HeaderShape = HeaderShape()) -> str:
         """Part 1's header: the window's templates, top values and rules."""
@@ -413,6 +436,15 @@ def rule_hits(signals: Sequence[Signal]) -> list[RuleHit]:
     return sorted(hits.values(), key=lambda h: -RISK_ORDER.index(h.level) if h.level in RISK_ORDER else 0)
 
 
+def deviation_notes(signals: Sequence[Signal]) -> list[DeviationNote]:
+    """The baseline's signals, one note per deviation (its text without the analyst's ref)."""
+    notes = []
+    for s in signals:
+        if s.rule_id.startswith(BASELINE_RULES) and s.line_numbers:
+            notes.append(DeviationNote(s.line_numbers[0], s.description.split(" (ref: ", 1)[0]))
+    return notes
+
+
 def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
     """The first evidence line of each signal in this window (at most `MAX_SIGNAL_LINES`): the
     model sees what fired; the rest of a rule's lines are in its template."""
@@ -452,7 +484,9 @@ def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal]) 
         line_start=window.line_start, line_end=window.line_end, line_count=len(window.events),
         first_ts=window.first_ts.isoformat() if window.first_ts else None,
         last_ts=window.last_ts.isoformat() if window.last_ts else None,
-        templates=templates, top=top, distinct=distinct, rules=rule_hits(signals),
+        templates=templates, top=top, distinct=distinct,
+        rules=rule_hits([s for s in signals if not s.rule_id.startswith(BASELINE_RULES)]),
+        deviations=deviation_notes(signals),
         line_texts={e.line_no: line_text(e, window.format, common_agent) for e in window.events if e.line_no in wanted},
         template_of_line=template_of_line, template_lines=template_lines,
         required=required, favoured=first_of_others, rare=rare, lean=lean,

@@ -139,6 +139,11 @@ class SourceMiner:
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)
         return cluster.get_template() if cluster is not None else "<evicted template>"
 
+    def cluster_size(self, cluster_id: int) -> int:
+        """How many lines the cluster holds so far (0 once evicted)."""
+        cluster = self._miner.drain.id_to_cluster.get(cluster_id)
+        return cluster.size if cluster is not None else 0
+
     def state(self) -> bytes:
         self._miner.save_state("checkpoint")
         return self._persistence.state

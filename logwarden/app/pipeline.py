@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from logwarden.app.baseline import Baseline
 from logwarden.app.config import Settings, declared
 from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
@@ -106,6 +107,7 @@ class RunOptions:
     commit_every_windows: int | None = 64
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
     year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
+    baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
@@ -113,7 +115,7 @@ class RunOptions:
         options = cls(max_batch=settings.max_batch, max_new_tokens=settings.max_new_tokens,
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
-                      quiet_final_s=settings.watch_partial_line_timeout_s)
+                      quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -135,6 +137,7 @@ class RunMetrics:
     entities_named: int = 0  # entities (addresses, accounts, paths, numbers …) the model's texts named
     entities_ungrounded: int = 0  # ... absent from the digest it was given (their clauses removed)
     records: int = 0
+    deviations: int = 0  # baseline deviations reported (app/baseline)
     errors: int = 0
     held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
@@ -244,6 +247,7 @@ class Pipeline:
         self.on_stored = on_stored  # told of each transaction's records once they are committed
         self.metrics = RunMetrics()
         self.rules = ruleset_for(options.sigma)
+        self.baseline = Baseline(store, mode=options.baseline)
         self._consecutive_failures = 0
         self._pending: list[_Pending] = []
         self._settling: list[dict] = []  # finished sources whose windows still wait for the model
@@ -369,7 +373,8 @@ class Pipeline:
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
-            self._window(window, detector.scan(window.events), miner)
+            signals = detector.scan(window.events) + self.baseline.signals(window, miner)
+            self._window(window, signals, miner)
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
                 self._flush()
                 self._commit()
@@ -559,6 +564,8 @@ class Pipeline:
             for state in buffer.sources:
                 tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                                  if k not in ("path", "inode")})
+            self.baseline.flush(tx)
+        self.metrics.deviations = self.baseline.deviations
         if self.on_stored is not None and buffer.records:
             self.on_stored(buffer.records)
 

@@ -55,6 +55,14 @@ def sigma_option(func: Callable) -> Callable:
                              "and installed packs and LOGWARDEN_SIGMA_PATHS.")(func)
 
 
+def baseline_option(func: Callable) -> Callable:
+    from logwarden.app.baseline import MODES
+
+    return click.option("--baseline", "baseline_mode", type=click.Choice(MODES), default=None,
+                        help="Baselines of normal: judge = report deviations and learn what did not deviate; "
+                             "learn = learn everything, report nothing; off. Default: LOGWARDEN_BASELINE, judge.")(func)
+
+
 def engine_options(func: Callable) -> Callable:
     """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
     options = [

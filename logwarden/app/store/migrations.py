@@ -155,12 +155,27 @@ def _step_run_owner(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE runs ADD COLUMN pid INTEGER"))
 
 
+def _step_baselines(conn: Connection) -> None:
+    """Baselines of normal (issue 28): profile rows (kind, scope, key) → JSON that several
+    watchers merge into, and the deviation refs an analyst muted."""
+    md = MetaData()
+    Table("baseline_profiles", md,
+          Column("kind", String(20), primary_key=True), Column("scope", Text, primary_key=True),
+          Column("key", Text, primary_key=True), Column("data", JSON, nullable=False),
+          Column("clients", Integer, nullable=False), Column("updated_at", DateTime, nullable=False))
+    Table("baseline_mutes", md,
+          Column("ref", Text, primary_key=True), Column("note", Text),
+          Column("created_at", DateTime, nullable=False))
+    md.create_all(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
     # issue 16 (separate steps, so that other branches' steps can be ordered around them)
     (3, "source identity: generations, fingerprints, watched folders", _step_source_identity),
     (4, "run owner: host and pid", _step_run_owner),
+    (5, "baselines: profiles and muted deviations", _step_baselines),
 )
 LATEST_VERSION = STEPS[-1][0]
 

@@ -171,3 +171,25 @@ class Review(Base):
     note: Mapped[str | None] = mapped_column(Text)
     reviewer: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
+
+
+class BaselineProfile(Base):
+    """One row of a learned baseline: kind (web, web-site, template, template-scope, entity, host),
+    scope (a site, a format/program, a host) and key (an endpoint, a message kind, a combination)."""
+
+    __tablename__ = "baseline_profiles"
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    data: Mapped[Any] = mapped_column(JSON)  # the profile's own JSON: an object or a list
+    clients: Mapped[int]
+    updated_at: Mapped[datetime]
+
+
+class BaselineMute(Base):
+    """A deviation ref (or a ref prefix) an analyst muted: never reported again."""
+
+    __tablename__ = "baseline_mutes"
+    ref: Mapped[str] = mapped_column(Text, primary_key=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]

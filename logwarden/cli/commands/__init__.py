@@ -1,6 +1,7 @@
 """One module per CLI command; `COMMANDS` is what `logwarden` exposes."""
 
 from logwarden.cli.commands.analyze import analyze
+from logwarden.cli.commands.baseline import baseline
 from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
@@ -12,4 +13,4 @@ from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, ui, export, report, records, db, rules, eval_command, dataset, train]
+COMMANDS = [analyze, triage, watch, ui, export, report, records, db, rules, baseline, eval_command, dataset, train]

@@ -18,6 +18,7 @@ from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.cli.common import (
     StopRequest,
+    baseline_option,
     db_option,
     engine_options,
     err_console,
@@ -62,18 +63,20 @@ from logwarden.errors import RunStopped
               help="The year of year-less dates (RFC 3164 syslog). Default: from dated lines of the same host "
                    "in this run, else of the run, else the file's modification time; the summary says which.")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
 def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, node, final, export_format,
-            export_out, year, sigma_paths, db_url, as_json, **engine_kw):
+            export_out, year, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), rules_only=rules_only, llm_policy=llm_policy,
                                        max_batch=engine_opts.max_batch, include=include, exclude=exclude,
-                                       resume=resume, final=final, node=node, sigma=sigma_paths, year=year)
+                                       resume=resume, final=final, node=node, sigma=sigma_paths, year=year,
+                                       baseline=baseline_mode)
     db_url = db_url or get_settings().db_url
     store = open_store_from(db_url)
     engine = None

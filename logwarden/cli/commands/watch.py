@@ -8,6 +8,7 @@ import click
 
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
+    baseline_option,
     db_option,
     engine_options,
     err_console,
@@ -30,11 +31,12 @@ from logwarden.cli.common import (
               "(default: LOGWARDEN_NODE, else the path alone).")
 @click.option("--quiet", is_flag=True, help="Print only the new high/critical records (no status line).")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @handle_errors
-def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, quiet, sigma_paths, db_url,
-          **engine_kw):
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, quiet, sigma_paths,
+          baseline_mode, db_url, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
     Each new high or critical record is printed on stdout as one line as it is stored."""
     from logwarden.app.pipeline import Pipeline, RunOptions
@@ -48,7 +50,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
 
         engine = open_engine(engine_opts)
     options = RunOptions.from_settings(settings, rules_only=rules_only, max_batch=engine_opts.max_batch,
-                                       node=node, sigma=sigma_paths)
+                                       node=node, sigma=sigma_paths, baseline=baseline_mode)
     options.commit_every_windows = None  # a batch's records and its offset land in one transaction
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
