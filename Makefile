@@ -22,7 +22,7 @@ setup-test: setup-transformers
 	./scripts/install_system_deps.sh
 
 run: setup
-	logwarden analyze sample_logs --exclude '*.md' --exclude labels.jsonl --db sqlite:///$(DB)
+	logwarden analyze sample_logs --db sqlite:///$(DB)
 	logwarden records list --min-risk medium --db sqlite:///$(DB)
 
 # The agreed ruff rules, and the floors (cli → train | ui → app → engine → schemas | prompts | errors,

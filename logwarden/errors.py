@@ -37,3 +37,10 @@ class StoreInputError(StoreError):
     driver, a file that is not a database or is damaged, a folder that cannot be created."""
 
     exit_code = 2
+
+
+class RunStopped(LogwardenError):
+    """A run was asked to stop (a signal, the UI): what was finished is committed, the work that
+    waited for the model is left for the next run (`--resume`)."""
+
+    exit_code = 130

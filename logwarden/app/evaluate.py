@@ -318,6 +318,7 @@ class EvalRun:
     name: str
     report: Report
     metrics: dict
+    records: list = field(default_factory=list)  # the run's RiskRecords (for the detections summary)
 
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
@@ -346,4 +347,4 @@ def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Pa
         finally:
             store.close()
     scored = [scored_record(r, labels_dir) for r in records]
-    return EvalRun(name=name, report=score(units, scored), metrics=metrics.as_dict())
+    return EvalRun(name=name, report=score(units, scored), metrics=metrics.as_dict(), records=records)

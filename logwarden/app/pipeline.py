@@ -10,6 +10,15 @@ Each window is written in the same transaction as its records and its review ite
 ends up in a record's evidence, an analysed-benign window or an error row, and a file's offset is
 committed with its last window: a crash loses nothing and a resume doubles nothing. Knows nothing
 of the CLI, terminals or Streamlit (progress is a callback).
+
+Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
+"errors", "llm_queued" (prompts queued for the model), "llm_calls" (prompts sent), "llm_done"
+(prompts answered or failed), "prompt_tokens" and "new_tokens" (as the engine reports them). A
+display can thus weigh the model's work, not only the lines read.
+
+Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations in
+flight and makes the run raise `RunStopped` at its next window or between review batches; `finish`
+then commits what was done; prompts not answered stay awaiting review.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,15 +52,18 @@ from logwarden.app.ingest import (
     iter_files,
     next_generation,
     read_head,
+    sniff_binary,
     source_name,
 )
 from logwarden.app.mine import SourceMiner, Window, windows
-from logwarden.app.parse import parse_stream
+from logwarden.app.parse import NOT_LOGS, parse_stream
+from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.postprocess import Provenance, assess_window
 from logwarden.app.review import Reviewer, ReviewItem, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.engine.sizing import cuda_batch
+from logwarden.errors import RunStopped
 from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
 
@@ -99,6 +112,7 @@ class RunOptions:
     commit_every_windows: int | None = 64
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
     baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
+    year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
@@ -148,6 +162,8 @@ class RunMetrics:
     budget: str = ""
     elapsed_s: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
+    years: dict[str, str] = field(default_factory=dict)  # source → how its year-less dates got their year
+    skipped: dict[str, str] = field(default_factory=dict)  # source → why it is not a log (markdown, labels)
     records_by_level: dict[str, int] = field(default_factory=dict)
     records_by_category: dict[str, int] = field(default_factory=dict)
 
@@ -216,17 +232,21 @@ class Pipeline:
     """One run: `analyze(paths)` for files/folders, `process(...)` for any line source (watcher, stdin)."""
 
     def __init__(self, store: Store, engine: Engine | None, options: RunOptions, *,
-                 progress: Progress = _no_progress, command: str = "analyze"):
+                 progress: Progress = _no_progress, command: str = "analyze",
+                 on_stored: Callable[[Sequence[RiskRecord]], None] | None = None):
         self.store = store
         self.engine = None if options.rules_only else engine
         self.options = options
         self.progress = progress
+        self.on_stored = on_stored  # told of each transaction's records once they are committed
         self.metrics = RunMetrics()
         self.rules = ruleset_for(options.sigma)
         self.baseline = Baseline(store, mode=options.baseline)
         self._buffer = _Buffer()
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
+        self._cancel = threading.Event()
         self.run_id = store.start_run(command=command, config=self._config())
         self.provenance = Provenance.of(self.engine, self.run_id)
 
@@ -242,13 +262,37 @@ class Pipeline:
     def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
         """Every file to the end (rules' and baselines' records stored as they come), then the
         model's review of what needs judgement, within the budget."""
-        for item in iter_files(paths, include=self.options.include, exclude=self.options.exclude):
-            if isinstance(item, ErrorRow):
-                self._errors([item])
-                continue
-            self.analyze_file(item)
-        self.review()
-        return self.finish()
+        found = list(iter_files(paths, include=self.options.include, exclude=self.options.exclude))
+        self._dates = self._run_dates([item for item in found if isinstance(item, Path)])
+        try:
+            for item in found:
+                if isinstance(item, ErrorRow):
+                    self._errors([item])
+                    continue
+                self.analyze_file(item)
+            self.review()
+            return self.finish()
+        except RunStopped:
+            self.finish("aborted")
+            raise
+
+    # ---- stopping ----------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop now: the engine's generations in flight are cancelled and the run raises
+        `RunStopped` at its next window or review batch. Signal-safe."""
+        self._cancel.set()
+        cancel = getattr(self.engine, "cancel", None)
+        if cancel is not None:
+            cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _check_cancelled(self) -> None:
+        if self._cancel.is_set():
+            raise RunStopped("stopped: the model's work was cancelled")
 
     def analyze_file(self, path: Path) -> None:
         """One file of `analyze`, committed when it ends."""
@@ -260,7 +304,7 @@ class Pipeline:
                           max_line_bytes=line_limit(path), final_partial=final,
                           expect=fingerprint_of(start) if start.offset else None)
         self.process(reader, source=start.path, inode=start.inode, generation=start.generation,
-                     reference_time=_mtime(path), fmt=start.format)
+                     reference_time=self._reference_time(path, start.path), fmt=start.format)
         if reader.changed:  # rewritten between looking at it and reading it: read it as what it is now
             self.metrics.files -= 1
             self.analyze_file(path)
@@ -269,6 +313,18 @@ class Pipeline:
             self.metrics.held_back_lines += 1
             log.info("%s: its last line has no newline yet; left for --resume (or pass --final)", path)
         self._sources.pop((start.path, start.inode), None)  # a finished file's miner is persisted; free it
+
+    def _run_dates(self, files: Sequence[Path]) -> RunDates:
+        """What the first lines of the run's files say about dates (skipped under --year)."""
+        if self.options.year is not None:
+            return RunDates({}, year=self.options.year)
+        return RunDates({str(path): sample_dates(_head_lines(path), str(path)) for path in files})
+
+    def _reference_time(self, path: Path, source: str) -> datetime | None:
+        choice = self._dates.choose(str(path), _mtime(path))
+        if choice.reason:
+            self.metrics.years[source] = choice.reason
+        return choice.reference_time
 
     def _start_of(self, path: Path) -> SourceState:
         """Where reading `path` starts, and as which source. With --resume, by content: a rotated,
@@ -301,6 +357,10 @@ class Pipeline:
             self.metrics.formats[source] = decision.reason
             log.info("%s: %s", source, decision.reason)
         fmt = decision.name
+        if fmt in NOT_LOGS:  # README.md, labels.jsonl: skipped, nothing stored (they are looked at again next time)
+            self.metrics.skipped[source] = decision.reason
+            self.metrics.files -= 1
+            return fmt
         miner, detector = self._source_state(source, inode)
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
@@ -341,6 +401,7 @@ class Pipeline:
 
     def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
         """Store the window's rules' and baselines' records now; queue its prompts when it needs the model."""
+        self._check_cancelled()
         self._count(window)
         records = self._store_window(window, signals)
         if self.engine is None:  # rules only: no model reads a digest, so none is built
@@ -412,7 +473,7 @@ class Pipeline:
         self.metrics.budget = budget.spec
         return Reviewer(self.store, self.engine, budget=budget, max_batch=self.options.max_batch,
                         max_new_tokens=self.options.max_new_tokens, provenance=self.provenance,
-                        progress=self.progress)
+                        progress=self.progress, cancelled=self._cancel)
 
     def review_worker(self) -> ReviewWorker | None:
         """The watcher's background reviewer (None without a model)."""
@@ -473,6 +534,8 @@ class Pipeline:
                                                                  if k not in ("path", "inode")})
             self.baseline.flush(tx)
         self.metrics.deviations = self.baseline.deviations
+        if self.on_stored is not None and buffer.records:
+            self.on_stored(buffer.records)
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)
@@ -525,6 +588,16 @@ def _quiet_for(path: Path, seconds: float | None) -> bool:
         return time.time() - path.stat().st_mtime >= seconds
     except OSError:
         return False
+
+
+def _head_lines(path: Path) -> list[LogLine]:
+    """The complete lines of the file's first bytes (decompressed); none for a binary file (EVTX)."""
+    head = read_head(path) or b""
+    if sniff_binary(head):
+        return []
+    texts = head.decode("utf-8", "replace").split("\n")[:-1]  # the last piece may be cut
+    return [LogLine(source=str(path), inode=0, offset=0, line_no=n, text=t.rstrip("\r"))
+            for n, t in enumerate(texts, 1)]
 
 
 def _mtime(path: Path) -> datetime | None:

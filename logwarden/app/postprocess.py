@@ -13,7 +13,8 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - every entity the model's text names must occur in the digest it was given (`grounding`): a
   clause naming one that does not is removed and the entity kept in `RiskRecord.ungrounded`;
 - the trace (溯源: lines, host, accounts, addresses, time span, evidence) is written from the
-  window's facts, never by the model; indicators are extracted deterministically;
+  record's own evidence lines, never by the model (a window mixes hosts: its most frequent one is
+  not every record's); indicators are extracted deterministically;
 - techniques are kept only when they are in the shipped ATT&CK table.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
@@ -21,8 +22,10 @@ Knows nothing of files, the engine internals or the store.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -33,11 +36,13 @@ from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.events import Event, Signal
 from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
+from logwarden.app.keyfields import event_key_fields
 from logwarden.app.mine import Window
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import Finding
 from logwarden.schemas.record import (
+    HOST_SEPARATOR,
     STORED_TEXT_MAX,
     Evidence,
     ExemplarLine,
@@ -52,6 +57,7 @@ LLM_ONLY_MIN_RISK = "medium"
 MAX_EVIDENCE_LINES = 500
 MAX_EXEMPLARS = 10
 EXEMPLAR_CHARS = 1000
+MAX_HOSTS = 5  # a record's host names at most this many (the rest are in its indicators)
 WITHHELD = "The model flagged these lines; its description named facts the log does not show and was withheld."
 
 DEFAULT_RECOMMENDATION = {
@@ -303,16 +309,47 @@ def _evidence(window: Window, events: Sequence[Event], refs: Sequence[str] = ())
     shown = list(events[: MAX_EXEMPLARS - 1]) + ([events[-1]] if len(events) >= MAX_EXEMPLARS else [])
     return Evidence(
         line_numbers=[e.line_no for e in events][:MAX_EVIDENCE_LINES],
-        exemplars=[ExemplarLine(line_no=e.line_no, text=e.raw[:EXEMPLAR_CHARS]) for e in shown],
+        exemplars=[exemplar(e) for e in shown],
         template_ids=sorted({cluster_of[e.line_no] for e in events}),
         refs=list(refs),
     )
 
 
+def exemplar(event: Event) -> ExemplarLine:
+    """An evidence line as stored: its text cut to `EXEMPLAR_CHARS` (saying how much was cut), the
+    sha256 of the whole line as analysed, and its parsed key fields."""
+    return ExemplarLine(line_no=event.line_no, text=cut_text(event.raw, EXEMPLAR_CHARS),
+                        sha256=hashlib.sha256(event.raw.encode("utf-8", "replace")).hexdigest(),
+                        fields=dict(event_key_fields(event)))
+
+
+_TRUNCATED = re.compile(r"… \[truncated (\d+) bytes\]$")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text`, or its head with a `… [truncated N bytes]` note: N counts every byte left out, the
+    ones ingest already dropped from an overlong line (its own note is then replaced) included."""
+    if len(text) <= limit:
+        return text
+    dropped = 0
+    if found := _TRUNCATED.search(text):
+        dropped, text = int(found[1]), text[:found.start()]
+    note_room = 40
+    head = text[: max(limit - note_room, 0)]
+    dropped += len(text.encode("utf-8", "replace")) - len(head.encode("utf-8", "replace"))
+    return f"{head}… [truncated {dropped} bytes]"
+
+
+def hosts_of(events: Sequence[Event]) -> list[str]:
+    """The hosts of these lines, most frequent first (ties: first seen)."""
+    counts = Counter(e.host for e in events if e.host)
+    return [host for host, _ in counts.most_common(MAX_HOSTS)]
+
+
 def trace_text(window: Window, events: Sequence[Event], indicators: Indicators, refs: Sequence[str] = ()) -> str:
     """溯源 from the facts: how many lines where, on which host, when, from which addresses, which
     accounts and processes, and the digest ids the model pointed at."""
-    host = window.host()
+    host = HOST_SEPARATOR.join(hosts_of(events))
     first = next((e.ts for e in events if e.ts), None)
     last = next((e.ts for e in reversed(events) if e.ts), None)
     span = "time not in the log" if not (first and last) else \
@@ -343,7 +380,7 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
                      line_end=window.line_end, prompt_version=prov.prompt_version,
                      discriminator=f"{id_category or category}:{key}:{events[0].line_no}"
                      + (f":g{window.generation}" if window.generation else "")),  # lines 1.. again after copytruncate
-        source=window.source, inode=window.inode, host=window.host(),
+        source=window.source, inode=window.inode, host=HOST_SEPARATOR.join(hosts_of(events)) or None,
         line_start=events[0].line_no, line_end=events[-1].line_no,
         first_ts=next((e.ts for e in events if e.ts), None),
         last_ts=next((e.ts for e in reversed(events) if e.ts), None),

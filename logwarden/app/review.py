@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,7 @@ from logwarden.app.digest import DigestPart
 from logwarden.app.events import ErrorRow, Event, Signal
 from logwarden.app.mine import Window
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
-from logwarden.errors import InputError, LogwardenError
+from logwarden.errors import InputError, LogwardenError, RunStopped
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import risk_rank
 from logwarden.schemas.record import RiskRecord
@@ -197,8 +198,10 @@ class Reviewer:
     """Answers review items within a budget and writes what they change."""
 
     def __init__(self, store, engine, *, budget: Budget, max_batch: int, max_new_tokens: int,
-                 provenance: Provenance, progress: Progress = lambda _name, _n: None):
+                 provenance: Provenance, progress: Progress = lambda _name, _n: None,
+                 cancelled: threading.Event | None = None):
         self.store, self.engine, self.budget = store, engine, budget
+        self.cancelled = cancelled or threading.Event()
         self.max_batch, self.max_new_tokens, self.provenance = max(1, max_batch), max_new_tokens, provenance
         self.progress = progress
         self.stats = ReviewStats()
@@ -210,6 +213,8 @@ class Reviewer:
         queue = sorted(items, key=lambda i: -i.priority)
         self._started = time.perf_counter()
         while queue and not self.stats.breaker_open and self._budget_left():
+            if self.cancelled.is_set():
+                raise RunStopped("stopped: the model's review was cancelled; what it had not answered waits for review")
             batch, queue = queue[: self.max_batch], queue[self.max_batch:]
             self._review(batch)
         self.stats.left += len(queue)
@@ -221,6 +226,8 @@ class Reviewer:
 
     def _review(self, batch: Sequence[ReviewItem]) -> None:
         results = self._ask(batch)
+        if self.cancelled.is_set():  # answers cut short by a stop are not answers: the items stay pending
+            raise RunStopped("stopped: the model's review was cancelled; what it had not answered waits for review")
         for i, result in enumerate(results):
             if result.assessment is None and len(batch) > 1 and not self.stats.breaker_open:
                 results[i] = self._ask([batch[i]])[0]  # a failure in a batch gets one try alone
@@ -240,7 +247,6 @@ class Reviewer:
             if errors:
                 tx.add_errors(errors, run_id=self.provenance.run_id)
         self.stats.records += records
-        self.progress("llm_done", len(batch))
 
     def _ask(self, batch: Sequence[ReviewItem]) -> list[LLMResult]:
         requests = [item.part.request() for item in batch]
@@ -249,9 +255,13 @@ class Reviewer:
         try:
             generations = self.engine.generate(requests, max_new_tokens=self.max_new_tokens)
         except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
+            if self.cancelled.is_set():
+                raise RunStopped("stopped: the model's review was cancelled") from None
             log.warning("engine failed on a batch of %d: %s", len(requests), exc)
             return [LLMResult(assessment=None, error=f"engine: {exc}", digest=i.part.text, lines_of=i.part.lines_of)
                     for i in batch]
+        finally:
+            self.progress("llm_done", len(requests))
         return [self._result(g, item.part) for g, item in zip(generations, batch)]
 
     def _result(self, generation, part: DigestPart) -> LLMResult:
@@ -262,7 +272,8 @@ class Reviewer:
         stats.ttft_s_sum += s.ttft_s
         stats.generation_s += s.total_s / max(s.batch_size, 1)
         stats.peak_memory_mb = max(stats.peak_memory_mb, s.peak_memory_mb)
-        self.progress("tokens", s.prompt_tokens + s.new_tokens)
+        self.progress("prompt_tokens", s.prompt_tokens)
+        self.progress("new_tokens", s.new_tokens)
         return result_of(generation, digest=part.text, lines_of=part.lines_of)
 
     def _records(self, item: ReviewItem, result: LLMResult) -> list[RiskRecord]:
@@ -321,6 +332,8 @@ class ReviewWorker:
                 continue
             try:
                 self.stats.append(self.make_reviewer().run(waiting))
+            except RunStopped:  # the watcher is stopping: what was not answered stays pending
+                return
             except Exception:  # noqa: BLE001 - the watcher goes on; the items stay pending
                 log.exception("review of %d pending prompt(s) failed; they stay pending", len(waiting))
                 self._stop.wait(self.IDLE_S)

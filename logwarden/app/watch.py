@@ -49,7 +49,7 @@ from logwarden.app.ingest import (
 )
 from logwarden.app.pipeline import Pipeline
 from logwarden.app.store import SourceState
-from logwarden.errors import InputError
+from logwarden.errors import InputError, RunStopped
 
 log = logging.getLogger(__name__)
 SCAN_INTERVAL_S = 1.0
@@ -139,13 +139,14 @@ class WatchStats:
 
 
 @contextmanager
-def stop_signals(on_signal: Callable[[], None]) -> Iterator[None]:
-    """Inside the block, SIGINT and SIGTERM call `on_signal` (a request to stop) instead of their
-    handlers. Outside the main thread, where Python cannot set handlers, signals stay as they are."""
+def stop_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
+    """Inside the block, SIGINT and SIGTERM call `on_signal(signum)` (a request to stop) instead of
+    their handlers. Outside the main thread, where Python cannot set handlers, signals stay as they are."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, lambda *_: on_signal()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda signum, _frame: on_signal(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -194,9 +195,13 @@ class Watcher:
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def stop(self) -> None:
+    def stop(self, _signum: int | None = None) -> None:
+        """Stop following; with a model, its generations in flight are cancelled (their batch is
+        read again next time: its records and offset were not committed)."""
         self._stop.set()
         self._wake.set()
+        if self.pipeline.engine is not None:
+            self.pipeline.cancel()
 
     def run(self, *, max_seconds: float | None = None) -> WatchStats:
         """Follow until stopped (signal, `stop()`, or `max_seconds`); the batch in flight completes."""
@@ -208,11 +213,7 @@ class Watcher:
         worker = self.pipeline.review_worker()  # the model reviews beside the watcher, never in its way
         try:
             with stop_signals(self.stop):
-                while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                    self.poll()
-                    self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
-                    self._wake.clear()
-                self.poll(final=True)
+                self._follow(deadline)
         finally:
             observer.stop()
             observer.join(timeout=5)
@@ -220,6 +221,19 @@ class Watcher:
                 self.pipeline.account(stats)
             self.pipeline.finish("stopped")
         return self.stats
+
+    def _follow(self, deadline: float | None) -> None:
+        """Poll until stopped, then read what is there (rules-only; a stop cancels model work)."""
+        try:
+            while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                self.poll()
+                self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
+                self._wake.clear()
+            if self._stop.is_set() and self.pipeline.cancelled:
+                return
+            self.poll(final=True)
+        except RunStopped:
+            log.info("stopped during model work; the batch in flight is read again next time")
 
     def poll(self, *, final: bool = False) -> None:
         """One pass: discover files, read what was appended, analyse the batches that are due."""

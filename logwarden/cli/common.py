@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import click
@@ -19,6 +21,9 @@ from logwarden.errors import InputError, LogwardenError
 
 err_console = Console(stderr=True)
 out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
+# One colour per risk level on terminals (Hayabusa's habit: the eye finds the reds first).
+LEVEL_STYLES = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan",
+                "info": "dim"}
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -99,10 +104,12 @@ def make_engine_options(kw: dict) -> EngineOptions:
     return EngineOptions.from_settings(get_settings(), **{name: kw.pop(name, None) for name in names})
 
 
-def open_store_from(db_url: str | None, *, readonly: bool = False):
+def open_store_from(db_url: str | None, *, readonly: bool = False, create: bool = True):
+    """The store at `--db` (or the settings'). Commands that only read, or review what is stored,
+    pass `create=False`: a store that is not there is an error (exit 2), never a new empty one."""
     from logwarden.app.store import open_store
 
-    return open_store(db_url or get_settings().db_url, readonly=readonly)
+    return open_store(db_url or get_settings().db_url, readonly=readonly, create=create)
 
 
 def open_for_writing(path: str):
@@ -133,6 +140,50 @@ def write_lines(handle, lines) -> int:
     except OSError as exc:
         raise InputError(f"--out {handle.name}: writing failed ({exc.strerror or exc})") from None
     return count
+
+
+def parse_time(value: str | None, option: str = "--since") -> datetime | None:
+    """An ISO time (naive = UTC) or an age before now (15m, 24h, 7d)."""
+    if not value:
+        return None
+    units = {"m": "minutes", "h": "hours", "d": "days"}
+    if value[-1:] in units and value[:-1].isdigit():
+        return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(f"{option} {value!r}: give an ISO time (2026-11-30T08:00) or an age like 15m, 24h, "
+                         "7d") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+class StopRequest:
+    """SIGINT/SIGTERM as a request to stop (inside `installed()`): the first calls `on_stop` (which
+    cancels the work in flight), a second exits at once. `signum` says which came first."""
+
+    def __init__(self, on_stop: Callable[[], None]):
+        self.on_stop = on_stop
+        self.signum: int | None = None
+
+    def installed(self):
+        from logwarden.app.watch import stop_signals
+
+        return stop_signals(self._on_signal)
+
+    def _on_signal(self, signum: int) -> None:
+        if self.signum is not None:
+            exit_at_once(128 + signum)  # asked twice: no more waiting for anything
+        self.signum = signum
+        self.on_stop()
+
+
+def exit_at_once(code: int) -> None:
+    """Exit without the interpreter's teardown, after flushing what was printed: llama.cpp may still
+    be inside one prefill of a cancelled task (tens of seconds on a CPU); waiting for it at exit
+    is what made a stop during model work slow, and tearing it down under it what crashed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def print_json(data) -> None:

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +110,7 @@ class LlamaCppEngine:
         self.metadata = read_metadata(config.gguf)
         self._tokens = token_counter(self.metadata)
         self._grammars: dict[str, str] = {}
+        self._inflight: set[threading.Event] = set()  # one per running generate/stream: cancel() sets them
         self._socket_dir = Path(tempfile.mkdtemp(prefix="logwarden-llama-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._socket_dir, True)
         self._params = _params(config, self._socket_dir / "llama.sock")
@@ -119,15 +120,37 @@ class LlamaCppEngine:
 
     def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
                  max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
-        """Every request is a task of its own; llama.cpp batches them over its slots."""
+        """Every request is a task of its own; llama.cpp batches them over its slots. `cancel()`
+        from another thread (or a signal handler) ends the wait at once: unfinished tasks come
+        back as failed generations ("cancelled") and are stopped at their next chunk."""
         if not requests:
             return []
         bodies = [self._body(r, schema, max_new_tokens, sampling) for r in requests]
-        with ThreadPoolExecutor(max_workers=len(bodies), thread_name_prefix="llama-task") as pool:
-            outcomes = list(pool.map(self._run, bodies))
+        with self._cancellable() as cancel:
+            pool = ThreadPoolExecutor(max_workers=len(bodies), thread_name_prefix="llama-task")
+            futures = [pool.submit(self._run, body, None, cancel) for body in bodies]
+            pool.shutdown(wait=False)  # a cancelled task may still be prefilling: nobody waits for it
+            _wait_unless(cancel, futures)
+        outcomes = [f.result() if f.done() else _cancelled() for f in futures]
         _raise_on_grammar_error(outcomes)
         batch = min(len(requests), self.config.slots)
         return [self._generation(o, batch) for o in outcomes]
+
+    def cancel(self) -> None:
+        """Stop every generation in flight now (e.g. on SIGTERM): waiting callers return at once
+        with failed generations; llama.cpp drops each task at its next chunk and frees its slot.
+        Safe to call from a signal handler; later calls to `generate`/`stream` run normally."""
+        for event in list(self._inflight):
+            event.set()
+
+    @contextmanager
+    def _cancellable(self) -> Iterator[threading.Event]:
+        cancel = threading.Event()
+        self._inflight.add(cancel)
+        try:
+            yield cancel
+        finally:
+            self._inflight.discard(cancel)
 
     def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
                sampling: Sampling = Sampling()) -> TextStream:
@@ -219,18 +242,19 @@ class LlamaCppEngine:
         return outcome
 
     def _stream_pieces(self, text_stream: TextStream, body: dict) -> Iterator[str]:
-        """The task runs in a worker thread; pieces come through a queue; leaving early cancels it."""
+        """The task runs in a worker thread; pieces come through a queue. Leaving early (a closed
+        generator: the UI's stop, Ctrl-C) or `cancel()` cancels it without waiting for it: a task
+        still prefilling sends its next chunk only when the prefill is done."""
         pieces: queue.Queue = queue.Queue()
-        cancel = threading.Event()
-        worker = threading.Thread(target=lambda: pieces.put(self._run(body, pieces.put, cancel)),
-                                  name="llama-stream", daemon=True)
-        worker.start()
-        try:
-            while not isinstance(item := pieces.get(), _Outcome):
-                yield item
-        finally:
-            cancel.set()
-            worker.join()
+        with self._cancellable() as cancel:
+            worker = threading.Thread(target=lambda: pieces.put(self._run(body, pieces.put, cancel)),
+                                      name="llama-stream", daemon=True)
+            worker.start()
+            try:
+                while not isinstance(item := _next_piece(pieces, cancel), _Outcome):
+                    yield item
+            finally:
+                cancel.set()
         _raise_on_grammar_error([item])
         text_stream.generation = self._generation(item, 1)
 
@@ -326,6 +350,31 @@ def _stderr_captured() -> Iterator[Callable[[], list[str]]]:
             lines.extend(text.splitlines())
             if text and not any(" E " in line for line in lines):
                 _LIBRARY_LOG.debug("while loading:\n%s", text.rstrip())
+
+
+_POLL_S = 0.2  # how often a waiting caller looks at its cancel event (futures cannot wait on an event)
+
+
+def _wait_unless(cancel: threading.Event, futures: Sequence[Future]) -> None:
+    """Until every future is done, or `cancel` is set."""
+    pending = set(futures)
+    while pending and not cancel.is_set():
+        _, pending = wait(pending, timeout=_POLL_S)
+
+
+def _next_piece(pieces: queue.Queue, cancel: threading.Event) -> str | _Outcome:
+    while True:
+        try:
+            return pieces.get(timeout=_POLL_S)
+        except queue.Empty:
+            if cancel.is_set():
+                return _cancelled()
+
+
+def _cancelled() -> _Outcome:
+    outcome = _Outcome(started=time.perf_counter())
+    outcome.fail("cancelled")
+    return outcome
 
 
 def _raise_on_grammar_error(outcomes: Sequence[_Outcome]) -> None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from logwarden.schemas.assessment import SCHEMA_VERSION, Category, RiskLevel
 
 LIST_MAX = 50
+HOST_SEPARATOR = ", "  # a record on several hosts names them all in `host`
 STORED_TEXT_MAX = 4000
 
 DecidedBy = Literal["rules", "llm", "rules+llm"]
@@ -49,8 +50,14 @@ class Indicators(_Strict):
 
 
 class ExemplarLine(_Strict):
+    """One evidence line as stored: its text (cut for storage, saying how much was cut), the sha256
+    of the whole line as it was analysed (so a reader can tell whether the file still holds it),
+    and its parsed key fields (EventID, Image, CommandLine, a request's path and parameters…)."""
+
     line_no: int = Field(ge=1)
     text: str = Field(max_length=STORED_TEXT_MAX)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    fields: dict[str, str] = Field(default_factory=dict, max_length=LIST_MAX)
 
 
 class Evidence(_Strict):
@@ -94,6 +101,11 @@ class RiskRecord(_Strict):
     llm_error: str | None = None
     # Entities the model's text named that its digest does not contain: their clauses were removed.
     ungrounded: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+
+    @property
+    def hosts(self) -> list[str]:
+        """The hosts of the record's evidence lines (`host` lists several as "a, b")."""
+        return [h for h in (self.host or "").split(HOST_SEPARATOR) if h]
 
 
 def record_id(*, source: str, inode: int, line_start: int, line_end: int, prompt_version: str,

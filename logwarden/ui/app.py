@@ -10,7 +10,10 @@ from __future__ import annotations
 import streamlit as st
 
 from logwarden.errors import LogwardenError
-from logwarden.ui import auth, data, scope
+from logwarden.ui import auth, data, scope, style
+
+# Long evidence lines wrap instead of running off the page.
+TABLE_CSS = "[data-testid='stCode'] pre, [data-testid='stCode'] code {white-space: pre-wrap !important; word-break: break-all;}"
 
 PAGES = (  # (file under views/, relative to this script; title; icon; url path)
     ("overview.py", "Overview", ":material/dashboard:", "overview"),
@@ -23,7 +26,9 @@ PAGES = (  # (file under views/, relative to this script; title; icon; url path)
 
 
 def main() -> None:
-    st.set_page_config(page_title="logwarden", page_icon=":material/shield:", layout="wide")
+    # The icon is an image this server serves: a :material/…: or emoji icon is fetched from a CDN.
+    st.set_page_config(page_title="logwarden", page_icon=style.page_icon(), layout="wide")
+    st.html(f"<style>{style.font_face_css()}{TABLE_CSS}</style>")
     auth.require_password()
     url = data.db_url()
     try:

@@ -13,9 +13,9 @@ import pandas as pd
 
 from logwarden.app.store import IndicatorCount, TechniqueCount, TimeCount
 from logwarden.schemas import RISK_LEVELS
+from logwarden.ui.style import LEVEL_COLORS
 from logwarden.ui.text import technique_url
 
-LEVEL_COLORS = {"info": "#9aa5b1", "low": "#4c9be8", "medium": "#f2b134", "high": "#e8743b", "critical": "#c0392b"}
 _LEVEL_SCALE = alt.Scale(domain=list(RISK_LEVELS), range=[LEVEL_COLORS[level] for level in RISK_LEVELS])
 
 
@@ -40,7 +40,8 @@ def risk_over_time(rows: Sequence[TimeCount], bucket: str) -> alt.Chart:
         frame["bucket"] = frame["bucket"].dt.floor("D")
         frame = frame.groupby(["bucket", "level"], as_index=False)["count"].sum()
     frame["order"] = frame["level"].map(RISK_LEVELS.index)
-    return (alt.Chart(frame, height=260).mark_bar(size=_bar_width(frame["bucket"], bucket))
+    pick = alt.selection_point(name="pick", fields=["level"], on="click")
+    return (alt.Chart(frame, height=260).mark_bar(size=_bar_width(frame["bucket"], bucket)).add_params(pick)
             .encode(x=alt.X("bucket:T", title=f"last event per {bucket} (UTC)", scale=alt.Scale(type="utc")),
                     y=alt.Y("sum(count):Q", title="records"),
                     color=alt.Color("level:N", scale=_LEVEL_SCALE, sort=list(RISK_LEVELS), title="risk"),
@@ -69,7 +70,9 @@ def top_values(rows: Sequence[IndicatorCount], label: str) -> alt.Chart:
 
 
 def _bars(frame: pd.DataFrame, label: str, value: str) -> alt.Chart:
-    return (alt.Chart(frame, height=alt.Step(22)).mark_bar(color="#4c78a8")
+    """Horizontal bars; a click selects a bar (the page turns it into a records filter)."""
+    pick = alt.selection_point(name="pick", fields=[label], on="click")
+    return (alt.Chart(frame, height=alt.Step(22)).mark_bar(color="#4c78a8").add_params(pick)
             .encode(x=alt.X(f"{value}:Q"), y=alt.Y(f"{label}:N", sort="-x", title=None),
                     tooltip=[f"{label}:N", f"{value}:Q"]))
 
@@ -82,9 +85,24 @@ def technique_table(rows: Sequence[TechniqueCount]) -> pd.DataFrame:
     return frame.sort_values(["tactic", "records", "technique"], ascending=[True, False, True]).reset_index(drop=True)
 
 
+TACTIC_ORDER = ("Reconnaissance", "Resource Development", "Initial Access", "Execution", "Persistence",
+                "Privilege Escalation", "Defense Evasion", "Credential Access", "Discovery", "Lateral Movement",
+                "Collection", "Command and Control", "Exfiltration", "Impact")
+
+
 def technique_matrix(rows: Sequence[TechniqueCount]) -> pd.DataFrame:
-    """The same counts pivoted: one row per tactic, one column per technique id."""
+    """The ATT&CK matrix as analysts draw it: one column per tactic in kill-chain order, each cell
+    a technique with its name and record count ("T1110.001 Password Guessing (4)"), most seen first."""
+    from logwarden.app.attack import display_name
+
     frame = technique_table(rows)
     if frame.empty:
         return frame
-    return frame.pivot_table(index="tactic", columns="technique", values="records", aggfunc="sum", fill_value=0)
+    columns: dict[str, list[str]] = {}
+    for tactic, group in frame.groupby("tactic", sort=False):
+        cells = [f"{t} {display_name(t) or ''} ({n})".replace("  ", " ")
+                 for t, n in zip(group["technique"], group["records"])]
+        columns[str(tactic)] = cells
+    order = [t for t in TACTIC_ORDER if t in columns] + sorted(t for t in columns if t not in TACTIC_ORDER)
+    depth = max(len(cells) for cells in columns.values())
+    return pd.DataFrame({t: columns[t] + [""] * (depth - len(columns[t])) for t in order})

@@ -50,7 +50,7 @@ def db_url() -> str:
 
 @st.cache_resource(show_spinner=False)
 def store_for(url: str) -> Store:
-    return open_store(url)
+    return open_store(url, create=False)
 
 
 def filter_key(f: RecordFilter) -> FilterKey:

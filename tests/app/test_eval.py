@@ -119,6 +119,10 @@ def test_eval_cli_rules_only_json(tmp_path):
     overall = json.loads(result.stdout)["rules-only"]["overall"]
     assert (overall["attacks"], overall["detected"], overall["category_correct"]) == (1, 1, 1)
     assert (overall["benign"], overall["false_positives"]) == (1, 0)
+    table = CliRunner().invoke(eval_command, ["--labels", str(tmp_path / "labels.jsonl"), "--rules-only"])
+    assert table.exit_code == 0, table.output
+    assert "rules-only: detections per level" in table.stderr  # what was found before how well (issue 31)
+    assert "lw-ssh" in table.stderr and "first event" in table.stderr
 
 
 def test_eval_history_share_learns_history_first_and_scores_the_rest(tmp_path):

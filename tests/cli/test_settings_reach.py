@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 from logwarden.app import backends
 from logwarden.app.config import Settings, get_settings
 from logwarden.app.pipeline import RunOptions
+from logwarden.app.store import open_store
 from logwarden.cli.main import main
 from logwarden.engine.api import Generation, GenStats, TextStream
 
@@ -128,6 +129,7 @@ def test_the_ui_triage_page_gets_the_settings(engine, monkeypatch, tmp_path):
     engine.append(fake)
     monkeypatch.setattr(model, "get_engine", lambda: fake)
     monkeypatch.setenv("LOGWARDEN_DB", f"sqlite:///{tmp_path}/ui.db")
+    open_store(f"sqlite:///{tmp_path}/ui.db").close()  # the UI opens a store, it never creates one
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     at.switch_page("views/triage.py").run()
     at.text_area(key="triage_text").input("\n".join(LINES[:12]))

@@ -8,6 +8,7 @@ import importlib
 import pytest
 from click.testing import CliRunner
 
+from logwarden.app.store import open_store
 from logwarden.cli.commands.ui import is_loopback, ui
 
 # the package exports the click command under the module's name; take the module itself
@@ -25,8 +26,15 @@ def option(command: list[str], name: str) -> str:
     return command[command.index(name) + 1]
 
 
-def test_defaults_bind_loopback_headless_without_usage_stats(started, tmp_path):
+def store_at(tmp_path) -> str:
+    """A store that exists: `ui` opens one, it never creates one (issue 31)."""
     url = f"sqlite:///{tmp_path / 'x.db'}"
+    open_store(url).close()
+    return url
+
+
+def test_defaults_bind_loopback_headless_without_usage_stats(started, tmp_path):
+    url = store_at(tmp_path)
     result = CliRunner().invoke(ui, ["--db", url])
     assert result.exit_code == 0, result.output
     command, env = started[0]
@@ -36,11 +44,10 @@ def test_defaults_bind_loopback_headless_without_usage_stats(started, tmp_path):
     assert option(command, "--browser.gatherUsageStats") == "false"
     assert env["LOGWARDEN_DB"] == url
     assert "warning" not in result.output
-    assert (tmp_path / "x.db").exists()  # the store was opened (and migrated) before the server started
 
 
 def test_non_loopback_host_warns(started, tmp_path):
-    result = CliRunner().invoke(ui, ["--db", f"sqlite:///{tmp_path / 'x.db'}", "--host", "0.0.0.0", "--port", "9000"])
+    result = CliRunner().invoke(ui, ["--db", store_at(tmp_path), "--host", "0.0.0.0", "--port", "9000"])
     assert result.exit_code == 0
     assert "warning" in result.output and "0.0.0.0" in result.output
     assert option(started[0][0], "--server.address") == "0.0.0.0" and option(started[0][0], "--server.port") == "9000"
@@ -57,7 +64,7 @@ def test_bad_port_and_bad_store_fail_before_starting(started, tmp_path):
 
 def test_server_exit_code_is_ours(monkeypatch, tmp_path):
     monkeypatch.setattr(ui_module, "_run", lambda command, env: 3)
-    assert CliRunner().invoke(ui, ["--db", f"sqlite:///{tmp_path / 'x.db'}"]).exit_code == 3
+    assert CliRunner().invoke(ui, ["--db", store_at(tmp_path)]).exit_code == 3
 
 
 @pytest.mark.parametrize(("host", "loopback"), [("127.0.0.1", True), ("localhost", True), ("::1", True),

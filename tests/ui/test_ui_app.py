@@ -4,14 +4,16 @@ pipeline (rules-only) from real auth.log / access.log lines."""
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import timedelta
 
 import pytest
 from _store_helpers import BASE_TS, make_record
-from _ui_helpers import APP, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
+from _ui_helpers import APP, SAMPLES, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
 from streamlit.testing.v1 import AppTest
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.pipeline import Pipeline, RunOptions
 
 TIMEOUT = 120  # a cold import of pandas/altair on a loaded 2-core machine; not a performance bound
 
@@ -134,13 +136,26 @@ def test_records_sort_and_paginate_in_sql(ui):
     assert at.number_input(key="rec_page").value == 1
 
 
-def test_records_open_button_switches_to_the_detail_page(ui):
-    _, _, open_page = ui
-    at = open_page("records")
-    picked = at.selectbox(key="rec_pick").options[0]
-    at.button(key="rec_open").click().run()
-    assert [t.value for t in at.title] == ["Record detail"]
-    assert at.query_params["id"].startswith(picked.split(" ")[0])
+def test_records_filters_come_from_and_go_to_the_url(ui):
+    store, _, open_page = ui
+    at = open_page("records", risk="high", category="brute_force,web_attack", view="Queue")
+    assert at.selectbox(key="rec_min_risk").value == "high"
+    assert set(records_table(at)["risk"]) <= {"high", "critical"}
+    assert set(records_table(at)["category"]) <= {"brute_force", "web_attack"}
+    at.text_input(key="rec_host").input("bastion").run()
+    assert at.query_params["host"] == "bastion" and at.query_params["risk"] == "high"
+    assert set(records_table(at)["host"]) == {"bastion-1"}
+
+
+def test_records_grouped_by_host_and_address(ui):
+    store, _, open_page = ui
+    at = open_page("records", view="By host")
+    hosts = frame(at, "host")
+    assert "bastion-1" in set(hosts["host"])
+    row = hosts[hosts["host"] == "bastion-1"].iloc[0]
+    assert row["records"] == sum("bastion-1" in r.hosts for r in store.query_records(limit=500))
+    at = open_page("records", view="By address")
+    assert "203.0.113.7" in set(frame(at, "address")["address"])
 
 
 def test_record_detail_shows_evidence_context_and_links(ui):
@@ -160,19 +175,38 @@ def test_review_appends_to_the_audit_trail(ui):
     store, _, open_page = ui
     record = store.query_records(limit=1)[0]
     at = open_page("record", id=record.id)
-    at.selectbox(key="review_status").select("confirmed")
-    at.text_area(key="review_note").input("seen on the firewall too")
-    at.text_input(key="review_reviewer").input("ana")
+    key = f"_{record.id}"
+    at.selectbox(key="review_status" + key).select("confirmed")
+    at.text_area(key="review_note" + key).input("seen on the firewall too")
+    at.text_input(key="review_reviewer" + key).input("ana")
     at.button[0].click().run()
     assert [s.value for s in at.success] == ["Review saved: confirmed"]
-    at.selectbox(key="review_status").select("resolved")
+    at.selectbox(key="review_status" + key).select("resolved")
     at.button[0].click().run()
     history = store.list_reviews(record.id)
     assert [(h.status, h.note, h.reviewer) for h in history] == [("confirmed", "seen on the firewall too", "ana"),
-                                                               ("resolved", None, at.text_input(key="review_reviewer").value or None)]
+                                                               ("resolved", None, "ana")]
     assert store.get_record(record.id).status == "resolved"
     assert list(frame(at, "reviewer")["status"]) == ["confirmed", "resolved"]
     assert metric(at, "Status") == "resolved"
+
+
+def test_a_second_note_keeps_the_status_and_the_form_shows_it(ui):
+    """Issue 31 item 1: a note saved on a confirmed record wrote `new` (the form had reset)."""
+    store, _, open_page = ui
+    record = store.query_records(limit=1)[0]
+    at = open_page("record", id=record.id[:12])  # the id as the tables print it
+    key = f"_{record.id}"
+    at.selectbox(key="review_status" + key).select("confirmed")
+    at.text_area(key="review_note" + key).input("first note")
+    at.button[0].click().run()
+    assert at.selectbox(key="review_status" + key).value == "confirmed"
+    assert at.text_area(key="review_note" + key).value == ""
+    at.text_area(key="review_note" + key).input("second note, nothing else changed")
+    at.button[0].click().run()
+    assert [(h.status, h.note) for h in store.list_reviews(record.id)] == [
+        ("confirmed", "first note"), ("confirmed", "second note, nothing else changed")]
+    assert at.selectbox(key="review_status" + key).value == "confirmed"
 
 
 def test_unknown_record_id_is_an_error_message_not_a_crash(ui):
@@ -205,12 +239,16 @@ def test_runs_and_sources_page_shows_metrics_lag_and_errors(ui, tmp_path):
         fh.write("Nov 29 10:30:00 bastion-1 sshd[999]: Connection closed by 192.0.2.1 port 22 [preauth]\n")
     store.add_errors([ErrorRow(source=str(tmp_path / "logs" / "broken.gz"), offset=0, stage="ingest",
                                message="not a gzip file")])
+    rotated = tmp_path / "logs" / "access.log.2.gz"
+    shutil.copyfile(SAMPLES / "access.log.2.gz", rotated)
+    Pipeline(store, None, RunOptions(rules_only=True)).analyze([rotated])
     at = open_page("runs")
     runs = frame(at, "compression_ratio")
-    assert runs["lines"].iloc[0] == 15 and runs["status"].iloc[0] == "ok"
+    assert runs["lines"].iloc[-1] == 15 and runs["status"].iloc[-1] == "ok"  # the first run, under the .gz one
     sources = frame(at, "lag_bytes").set_index("path")
     assert sources.loc[str(auth), "lag_bytes"] > 0
     assert sources.loc[str(tmp_path / "logs" / "access.log"), "lag_bytes"] == 0
+    assert sources.loc[str(rotated), "lag_bytes"] == 0  # issue 31: was −116,325 (compressed size − content offset)
     assert "not a gzip file" in set(frame(at, "stage")["message"])
 
 

@@ -1,8 +1,9 @@
 """The audit UI in a real browser: Debian's Chromium driven by Playwright against `logwarden ui`
 started as a subprocess on a free loopback port, over a store filled by the real pipeline.
 
-Set LOGWARDEN_UPDATE_SCREENSHOTS=1 to also refresh docs/screenshots/overview.png (kept out of
-ordinary runs so that tests do not rewrite tracked files).
+Set LOGWARDEN_UPDATE_SCREENSHOTS=1 to also refresh docs/screenshots/ (overview, the records queue,
+a record, the HTML report; kept out of ordinary runs so that tests do not rewrite tracked files).
+Every page load records the requests the page makes: none may go to a host other than the app's.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.browser
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-DOC_SHOT = REPO / "docs" / "screenshots" / "overview.png"
+DOC_SHOTS = REPO / "docs" / "screenshots"
 WAIT_MS = 60_000  # generous: a shared 2-core machine; these are waits for a condition, not timings
 
 
@@ -85,9 +86,40 @@ def page(browser):
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.dialogs = []
+    page.requested = []
     page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("request", lambda request: page.requested.append(request.url))
     yield page
     context.close()
+
+
+def outside_requests(page, base: str) -> list[str]:
+    """Requests to anything but the app's own origin (data: and blob: URLs are in the page)."""
+    return [url for url in page.requested if not url.startswith((base + "/", "data:", "blob:"))]
+
+
+def keep_shot(path: Path, name: str) -> None:
+    if os.environ.get("LOGWARDEN_UPDATE_SCREENSHOTS"):
+        DOC_SHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOC_SHOTS / f"{name}.png")
+
+
+def click_row(page, row: int, column_x: int = 80) -> None:
+    """Click a cell of the records table (a canvas grid: rows are ~35 px under a ~35 px header).
+    A rerun may replace the grid while it is looked up: then look again."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for _ in range(5):
+        settle(page)
+        grid = page.locator("[data-testid='stDataFrame']").first
+        try:
+            grid.scroll_into_view_if_needed()
+            box = grid.bounding_box()
+        except PlaywrightError:
+            continue
+        page.mouse.click(box["x"] + column_x, box["y"] + 35 + 35 * row + 17)
+        return
+    pytest.fail("the records table kept changing")
 
 
 def settle(page) -> None:
@@ -114,10 +146,10 @@ def choose(page, label: str, option: str, attempts: int = 5) -> None:
     settle(page)
 
 
-def shoot(page, folder: Path, name: str) -> Path:
+def shoot(page, folder: Path, name: str, *, full_page: bool = True) -> Path:
     path = folder / "screenshots" / f"{name}.png"
     path.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     return path
 
 
@@ -135,8 +167,7 @@ def test_overview_filter_open_review(server, page):
     assert metric_value(page, "Records") == f"{store.count_records():,}"
     overview = shoot(page, folder, "overview")
     assert overview.stat().st_size < 500_000
-    if os.environ.get("LOGWARDEN_UPDATE_SCREENSHOTS"):
-        shutil.copyfile(overview, DOC_SHOT)
+    keep_shot(overview, "overview")
 
     page.get_by_role("link", name="Records").click()
     page.get_by_role("heading", name="Records").wait_for()
@@ -147,24 +178,104 @@ def test_overview_filter_open_review(server, page):
     high = store.count_records(store_filter(min_risk="high"))
     assert 0 < high < total
     page.get_by_text(f"{high:,} matching records").wait_for()
-    shoot(page, folder, "records")
+    assert "risk=high" in page.url  # the filter is in the URL: a reload or a shared link keeps it
+    records = shoot(page, folder, "records", full_page=False)
+    keep_shot(records, "records")
 
-    page.get_by_role("button", name="Open record").click()
+    click_row(page, 0)  # a click on a row opens its record
     page.get_by_role("heading", name="Record detail").wait_for()
     settle(page)
-    record_id = page.url.split("id=")[1]
-    record = store.get_record(record_id)
-    assert record is not None and record.risk_level in ("high", "critical")
+    shown = page.url.split("id=")[1]
+    record = store.get_record(shown)  # the 12-character id the table shows is enough
+    assert record is not None and record.risk_level in ("high", "critical") and len(shown) == 12
     page.get_by_text(record.evidence.exemplars[0].text[:40], exact=False).first.wait_for()
-    shoot(page, folder, "record")
+    detail = shoot(page, folder, "record", full_page=False)
+    keep_shot(detail, "record")
 
     choose(page, "Status", "confirmed")
     page.get_by_label("Analyst note").fill("checked in the browser")
     page.get_by_role("button", name="Save review").click()
     page.get_by_text("Review saved: confirmed").wait_for()
-    assert [(r.status, r.note) for r in store.list_reviews(record_id)] == [("confirmed", "checked in the browser")]
+    settle(page)
+    # issue 31 item 1: a second note, status untouched, must not reset it to `new`
+    page.get_by_label("Analyst note").fill("a second note")
+    page.get_by_role("button", name="Save review").click()
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while len(store.list_reviews(record.id)) < 2 and time.monotonic() < deadline:
+        page.wait_for_timeout(200)  # the first save's "Review saved" is still on the page: wait for the row
+    settle(page)
+    assert [(r.status, r.note) for r in store.list_reviews(record.id)] == [
+        ("confirmed", "checked in the browser"), ("confirmed", "a second note")]
     assert "confirmed" in metric_value(page, "Status")
+    # the form shows the status saved, not a reset one
+    assert page.get_by_role("combobox", name="Status", exact=True).input_value() == "confirmed"
     assert page.dialogs == []
+    assert outside_requests(page, base) == []
+
+
+def test_bulk_review_and_the_grouped_view(server, page):
+    base, store, folder = server
+    page.goto(f"{base}/records?category=brute_force")
+    page.get_by_role("heading", name="Records").wait_for()
+    settle(page)
+    brute = store.query_records(store_filter(categories=("brute_force",)), order_by="risk_score", limit=2)
+    page.get_by_text("Select several to review at once").click()
+    settle(page)
+    click_row(page, 0, column_x=15)  # the row markers
+    settle(page)
+    click_row(page, 1, column_x=15)
+    settle(page)
+    page.get_by_text("2 selected").wait_for()
+    page.get_by_role("button", name="Mark false_positive").click()
+    page.get_by_text("2 record(s) marked false_positive").wait_for()
+    marked = [r for r in store.query_records(store_filter(categories=("brute_force",)), limit=100)
+              if r.status == "false_positive"]
+    assert len(marked) == 2 and {r.id for r in marked} <= {r.id for r in store.query_records(limit=1000)}
+    assert all(store.list_reviews(r.id)[-1].status == "false_positive" for r in marked)
+    assert len(brute) == 2
+
+    page.goto(f"{base}/records?view=By+host")
+    page.get_by_text("hosts over").wait_for()
+    settle(page)
+    assert outside_requests(page, base) == []
+
+
+def test_the_page_fetches_nothing_from_another_host_and_shows_the_cjk_headings(server, page):
+    base, store, _ = server
+    record = store.query_records(limit=1)[0]
+    for path in ("", "records", f"record?id={record.id[:12]}", "triage", "runs", "export"):
+        page.goto(f"{base}/{path}")
+        page.locator("h1").first.wait_for()
+        settle(page)
+    assert page.requested and outside_requests(page, base) == []
+    page.goto(f"{base}/record?id={record.id[:12]}")
+    page.get_by_text("异常").first.wait_for()
+    settle(page)
+    assert page.evaluate("document.fonts.check('16px logwarden-cjk', '异常溯源建议')")
+    assert page.evaluate("() => [...document.fonts].some(f => f.family.includes('logwarden-cjk') "
+                         "&& f.status === 'loaded')")
+
+
+def test_the_html_report_is_self_contained(server, page, tmp_path):
+    from click.testing import CliRunner
+
+    from logwarden.cli.main import main as cli
+
+    _, store, folder = server
+    out = tmp_path / "report.html"
+    url = f"sqlite:///{folder / 'ui.db'}"
+    result = CliRunner().invoke(cli, ["report", "--html", str(out), "--db", url])
+    assert result.exit_code == 0, result.output
+    page.goto(out.as_uri())
+    page.get_by_role("heading", name="logwarden report").wait_for()
+    assert page.locator("details").count() == store.count_records()
+    assert [u for u in page.requested if not u.startswith(("file:", "data:"))] == []
+    assert page.evaluate("async () => (await document.fonts.load('16px logwarden-cjk', '异常')).length") == 1
+    report = shoot(page, folder, "report", full_page=False)  # the top: summary and charts
+    keep_shot(report, "report")
+    page.locator("details summary").first.click()  # a record opened, as a reader would
+    page.get_by_text("Recommendation").first.wait_for()
+    assert page.dialogs == [] and page.locator("script").count() == 0
 
 
 def test_other_pages_render(server, page):

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import shutil
 
-from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines
+import pytest
+from _ui_helpers import SAMPLES
+
+from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.store import open_store
+from logwarden.schemas import ExemplarLine
+from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document
 
 LINES = [f"Nov 29 10:00:{i:02d} host sshd[1]: line {i}" for i in range(1, 31)]
 
@@ -52,5 +59,29 @@ def test_changed_since_analysis(tmp_path):
     log = tmp_path / "auth.log"
     log.write_text("\n".join(LINES) + "\n")
     lines = context_lines(str(log), [5], radius=0)
-    assert not changed_since_analysis({5: LINES[4]}, lines)
-    assert changed_since_analysis({5: "a different line"}, lines)
+    assert not changed_since_analysis([ExemplarLine(line_no=5, text=LINES[4])], lines)
+    assert changed_since_analysis([ExemplarLine(line_no=5, text="a different line")], lines)
+
+
+@pytest.mark.parametrize("name", ["windows_security.jsonl", "cloudtrail.jsonl", "cloudtrail_records.json",
+                                  "access.log.2.gz"])
+def test_unchanged_long_line_files_are_not_called_rewritten(tmp_path, name):
+    """Issue 31 item 5: stored evidence is cut at 1,000 characters; comparing that head with the whole
+    line called every unchanged Windows and CloudTrail file "rotated or rewritten"."""
+    log = tmp_path / name
+    shutil.copyfile(SAMPLES / name, log)
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    Pipeline(store, None, RunOptions(rules_only=True)).analyze([log])
+    records = store.query_records(limit=1000)
+    assert records
+    for record in records:
+        stored = record.evidence.exemplars
+        lines = context_lines(str(log), [e.line_no for e in stored])
+        assert is_document(str(log)) or not changed_since_analysis(stored, lines), record.id
+    if name.endswith(".jsonl"):  # one event a line: a rewritten evidence line is noticed
+        record = records[0]
+        number = record.evidence.exemplars[0].line_no
+        text = log.read_text().splitlines()
+        text[number - 1] = text[number - 1].replace('"', "'", 1)
+        log.write_text("\n".join(text) + "\n")
+        assert changed_since_analysis(record.evidence.exemplars, context_lines(str(log), [number]))

@@ -55,7 +55,7 @@ def _extension(record: RiskRecord) -> list[tuple[str, str]]:
         ("src", v4[0] if v4 else ""),
         ("c6a2", v6[0] if v6 else ""), ("c6a2Label", "Source IPv6 Address" if v6 else ""),
         ("suser", ind.users[0] if ind.users else ""),
-        ("dhost", record.host or (ind.hosts[0] if ind.hosts else "")),
+        ("dhost", (record.hosts or ind.hosts or [""])[0]),
         ("fname", record.source),
         ("msg", record.anomaly),
         ("cat", record.category),

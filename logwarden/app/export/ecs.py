@@ -103,11 +103,11 @@ def _entities(record: RiskRecord) -> dict[str, Any]:
         found["source"] = {"ip": ips[0]}
     if ind.users:
         found["user"] = {"name": ind.users[0]}
-    if record.host or ind.hosts:
-        found["host"] = {"name": record.host or ind.hosts[0]}
+    if record.hosts or ind.hosts:
+        found["host"] = {"name": (record.hosts or ind.hosts)[0]}
     if ind.urls:
         found["url"] = {"original": ind.urls[0]}
-    related = {"ip": ips, "user": ind.users, "hosts": sorted({*ind.hosts, *([record.host] if record.host else [])}),
+    related = {"ip": ips, "user": ind.users, "hosts": sorted({*ind.hosts, *record.hosts}),
                "hash": ind.hashes}
     found["related"] = {key: values for key, values in related.items() if values}
     return found

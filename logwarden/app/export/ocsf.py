@@ -57,8 +57,8 @@ def to_ocsf(record: RiskRecord) -> dict[str, Any]:
     }
     if record.analyst_note:
         finding["comment"] = record.analyst_note
-    if record.host:
-        finding["device"] = {"hostname": record.host, "type_id": 0}
+    if record.hosts:
+        finding["device"] = {"hostname": record.hosts[0], "type_id": 0}
     return finding
 
 

@@ -20,7 +20,7 @@ SOURCETYPE = "logwarden:risk"
 def to_splunk_hec(record: RiskRecord) -> dict[str, Any]:
     return {
         "time": round(event_time(record).timestamp(), 3),
-        "host": record.host or socket.gethostname(),
+        "host": record.hosts[0] if record.hosts else socket.gethostname(),
         "source": record.source,
         "sourcetype": SOURCETYPE,
         "event": record.model_dump(mode="json"),

@@ -20,6 +20,7 @@ from logwarden.app.ingest.identity import (
 from logwarden.app.ingest.reader import (
     DEFAULT_MAX_LINE_BYTES,
     TailRead,
+    content_size,
     is_compressed,
     read_complete_lines,
     read_head,
@@ -31,5 +32,5 @@ from logwarden.app.ingest.reader import (
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
     "is_compressed", "is_rotated_name", "iter_files", "key_of", "next_generation", "read_complete_lines",
-    "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
+    "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
 ]

@@ -77,6 +77,24 @@ def is_compressed(path: Path) -> bool:
     return any(magic.startswith(prefix) for prefix, _ in _OPENERS)
 
 
+def content_size(path: Path) -> int | None:
+    """The size offsets are counted in: the file's size, or a gzip file's uncompressed size (its
+    trailer's ISIZE: exact for one member under 4 GiB, the case of rotated logs); None where it
+    cannot be told without decompressing everything (bzip2, xz, a gzip whose trailer is unusable)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+            if not any(magic.startswith(prefix) for prefix, _ in _OPENERS):
+                return size
+            if not magic.startswith(b"\x1f\x8b") or size < 18:
+                return None
+            fh.seek(-4, os.SEEK_END)
+            return int.from_bytes(fh.read(4), "little")
+    except OSError:
+        return None
+
+
 @contextmanager
 def open_content(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
     """The file's content as a binary stream (decompressed when it is compressed) and whether it

@@ -17,7 +17,7 @@ from logwarden.app.parse.base import Parser, new_event
 from logwarden.app.parse.cloud import CloudTrailParser
 from logwarden.app.parse.generic import GenericParser
 from logwarden.app.parse.jsonlog import JsonParser, parse_file_json
-from logwarden.app.parse.sniff import SAMPLE_LINES, TEXT_PARSERS, FormatDecision, detect_format
+from logwarden.app.parse.sniff import NOT_LOGS, SAMPLE_LINES, TEXT_PARSERS, FormatDecision, detect_format
 from logwarden.app.parse.windows import WindowsParser
 from logwarden.errors import InputError
 
@@ -33,7 +33,7 @@ _HEAD_MAX_LINES = 2000  # how far parse_stream looks for SAMPLE_LINES non-empty 
 PARSE_RUN = 256  # lines read and parsed together before the consumer sees them
 
 __all__ = [
-    "FORMATS", "PARSERS", "FormatDecision", "Parser", "detect_format", "make_parser",
+    "FORMATS", "NOT_LOGS", "PARSERS", "FormatDecision", "Parser", "detect_format", "make_parser",
     "parse_file_json", "parse_lines", "parse_stream",
 ]
 
@@ -90,6 +90,8 @@ def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
     rest = iter(lines)
     head = _take_head(rest)
     decision = _decide(head, path, fmt)
+    if decision.name in NOT_LOGS:
+        return decision, iter(())
     if decision.whole_file:
         head, rest = head + list(rest), iter(())
         events = parse_file_json(head, reference_time=reference_time)

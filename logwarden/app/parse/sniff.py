@@ -17,6 +17,7 @@ from logwarden.app.parse.cloud import is_azure_export, is_cloudtrail_file
 from logwarden.app.parse.jsonlog import classify_object
 from logwarden.app.parse.objects import load_object
 from logwarden.app.parse.syslog import Rfc5424Parser, SyslogParser
+from logwarden.app.parse.timestamps import YearGuesser, find_timestamp
 from logwarden.app.parse.web import (
     AccessParser,
     ApacheErrorParser,
@@ -28,6 +29,11 @@ from logwarden.app.parse.web import (
 from logwarden.app.parse.windows import xml_event
 
 SAMPLE_LINES = 50
+NOT_LOGS = ("prose", "labels")  # what a file can be sniffed as that is not read at all
+_LABEL_KEYS = frozenset({"file", "line_start", "line_end"})
+_MARKDOWN = re.compile(r"\s{0,3}(?:#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>\s?|```|~~~|\|.*\|\s*$)")
+_PROSE_MIN_SHARE = 0.25
+_PROSE_MAX_DATED = 0.1
 MIN_SHARE = 0.2  # below this share of matched sample lines, a parser's match is noise
 
 # Ties go to the more specific grammar (a line matching RFC 5424 is not "just" syslog).
@@ -59,11 +65,15 @@ class FormatDecision:
 
 
 def detect_format(lines: Sequence[str], path: str | None = None) -> FormatDecision:
-    """Decide the format of a file from its first lines (and its name, only for JSON hints)."""
+    """Decide the format of a file from its first lines (and its name, only for JSON hints).
+    A file that is not a log at all (`NOT_LOGS`: markdown or prose, logwarden's own evaluation
+    labels) gets that name; it is skipped, not read as `generic` lines."""
     sample = [text for text in lines if text.strip()][:SAMPLE_LINES]
     if not sample:
         return FormatDecision("generic", 0.0, "generic: no non-empty lines to sample")
     counts, cloudtrail_files, azure_files = _score(sample)
+    if (not_a_log := _not_a_log(sample, counts)) is not None:
+        return not_a_log
     if cloudtrail_files:
         return FormatDecision("cloudtrail", 1.0, f"cloudtrail: {cloudtrail_files} line(s) hold a "
                               f"CloudTrail file ({{\"Records\": [...]}})", whole_file=True)
@@ -94,6 +104,33 @@ def _score(sample: list[str]) -> tuple[Counter, int, int]:
             continue
         counts.update(p.name for p in parsers if p.parse(line) is not None)
     return counts, cloudtrail_files, azure_files
+
+
+def _not_a_log(sample: list[str], counts: Counter) -> FormatDecision | None:
+    """Labels for `logwarden eval` (objects naming a file and a line span), or prose: a sample in
+    which no log format matched and hardly a line has a timestamp, made of markdown (headings,
+    lists, tables, fences) or of sentences."""
+    total = len(sample)
+    if counts["json"] == total and all(_LABEL_KEYS <= set(load_object(text) or ()) for text in sample):
+        return FormatDecision("labels", 1.0, "not a log: evaluation labels (objects naming a file and a "
+                              "line span, as `logwarden eval --labels` reads)")
+    if any(n / total >= MIN_SHARE for name, n in counts.items()):
+        return None
+    years = YearGuesser()
+    if sum(find_timestamp(text, years) is not None for text in sample) / total >= _PROSE_MAX_DATED:
+        return None
+    markdown = sum(bool(_MARKDOWN.match(text)) for text in sample) / total
+    sentences = sum(_is_sentence(text) for text in sample) / total
+    if markdown >= _PROSE_MIN_SHARE or sentences >= 2 * _PROSE_MIN_SHARE:
+        kind = "markdown" if markdown >= _PROSE_MIN_SHARE else "prose"
+        return FormatDecision("prose", 1.0, f"not a log: {kind} ({markdown:.0%} markdown lines, {sentences:.0%} "
+                              "sentences, no timestamps)")
+    return None
+
+
+def _is_sentence(text: str) -> bool:
+    words = text.split()
+    return len(words) >= 8 and sum(w.strip(".,;:!?()\"'`").isalpha() for w in words) / len(words) >= 0.8
 
 
 def _json_document(sample: list[str], counts: Counter, path: str | None) -> FormatDecision | None:

@@ -71,6 +71,19 @@ def make_engine(url_text: str, *, readonly: bool = False) -> Engine:
     return engine
 
 
+def require_file(url_text: str) -> None:
+    """A SQLite URL must name a database file that exists (commands that only read create none)."""
+    url = parse_url(url_text)
+    path = sqlite_file(url) if is_sqlite(url) else None
+    if path is not None and not path.is_file():
+        raise _missing(path)
+
+
+def _missing(path: Path) -> StoreInputError:
+    return StoreInputError(f"No database at {path}: nothing to show. It is created by "
+                           "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
+
+
 def _readonly_sqlite(url: URL) -> URL:
     """The same file opened read-only through SQLite's URI syntax; it must exist. Without a WAL
     file beside it (no writer has it open) it is opened `immutable`, so that SQLite does not
@@ -79,8 +92,7 @@ def _readonly_sqlite(url: URL) -> URL:
     if path is None:
         return url
     if not path.is_file():
-        raise StoreInputError(f"No database at {path}: nothing to show. It is created by "
-                              "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
+        raise _missing(path)
     quiet = not path.with_name(path.name + "-wal").exists()
     mode = {"immutable": "1"} if quiet else {"mode": "ro"}
     return url.set(database=f"file:{path.resolve()}", query={**url.query, **mode, "uri": "true"})

@@ -40,6 +40,8 @@ def conditions(f: RecordFilter) -> list[ColumnElement[bool]]:
     if f.pending:
         found.append(Record.id.in_(select(ModelReviewRecord.record_id).join(
             ModelReview, ModelReview.id == ModelReviewRecord.review_id).where(ModelReview.status == "pending")))
+    if f.host:
+        found.append(Record.host.ilike(f"%{_escape_like(f.host.strip())}%", escape=LIKE_ESCAPE))
     return found
 
 

@@ -38,7 +38,7 @@ from logwarden.app.store.convert import (
     row_to_window,
     utc_now,
 )
-from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
+from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, require_file, sqlite_file
 from logwarden.app.store.filters import sort_column, where
 from logwarden.app.store.migrations import current_version, migrate
 from logwarden.app.store.tables import (
@@ -65,13 +65,22 @@ TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "review
 COMMAND_MAX = 200  # runs.command's width
 
 
-def open_store(url: str | None = None, *, readonly: bool = False) -> Store:
+def open_store(url: str | None = None, *, readonly: bool = False, create: bool = True) -> Store:
     """Open (creating folders and tables as needed) and migrate the database at `url`
-    (default: `Settings.db_url`). `readonly`: open an existing database as it is, writing nothing."""
+    (default: `Settings.db_url`). `readonly`: open an existing database as it is, writing nothing.
+    `create=False` (commands that read, or review what is there): a store that does not exist yet
+    — no SQLite file, or a PostgreSQL database without logwarden's tables — is a `StoreInputError`
+    instead of a new empty store (a mistyped `--db` must not look like "no records")."""
     if url is None:
         from logwarden.app.config import get_settings
         url = get_settings().db_url
+    if not create:
+        require_file(url)
     store = Store(make_engine(url, readonly=readonly))
+    if not create and store.schema_version() == 0:
+        store.close()
+        raise StoreInputError(f"{_shown_url(store.engine.url)} holds no logwarden store: nothing to show. It is "
+                              "created by `logwarden analyze`, `watch` or `triage` (or pass another --db).")
     if not readonly:
         store.migrate()
     return store
@@ -87,6 +96,11 @@ class Store:
     def migrate(self) -> list[int]:
         with self._write() as conn:
             return migrate(conn)
+
+    def schema_version(self) -> int:
+        """The applied schema version; 0 for a database without logwarden's tables."""
+        with self._read() as conn:
+            return current_version(conn)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -203,8 +217,25 @@ class Store:
     # -- records -----------------------------------------------------------------------------
 
     def get_record(self, record_id: str) -> RiskRecord | None:
-        rows = self._rows(select(Record.__table__).where(Record.id == record_id))
+        """The record with this id, or with the one id this prefix starts (the 12 characters the
+        CLI and the UI print); None when none does. An ambiguous prefix is an `InputError`."""
+        found = self.resolve_id(record_id)
+        rows = self._rows(select(Record.__table__).where(Record.id == found)) if found else []
         return row_to_record(rows[0]) if rows else None
+
+    def resolve_id(self, prefix: str) -> str | None:
+        """The full id of the one record whose id is or starts with `prefix`; None when none."""
+        prefix = prefix.strip()
+        if not prefix:
+            return None
+        stmt = select(Record.id).where(Record.id.startswith(prefix, autoescape=True)).order_by(Record.id).limit(3)
+        ids = self._scalars(stmt)
+        if prefix in ids or len(ids) == 1:
+            return prefix if prefix in ids else ids[0]
+        if ids:
+            raise InputError(f"The id prefix {prefix!r} matches several records ({', '.join(i[:16] for i in ids)}"
+                             f"{', …' if len(ids) > 2 else ''}); give more of the id.")
+        return None
 
     def query_records(self, filters: RecordFilter | None = None, *, order_by: str = "last_ts",
                       descending: bool = True, limit: int = 50, offset: int = 0) -> list[RiskRecord]:
@@ -221,18 +252,23 @@ class Store:
 
     # -- reviews -----------------------------------------------------------------------------
 
-    def add_review(self, record_id: str, *, status: str, note: str | None = None,
-                   reviewer: str | None = None) -> None:
-        """Append to the audit trail and make it the record's current status and note."""
-        if status not in STATUSES:
+    def add_review(self, record_id: str, *, status: str | None = None, note: str | None = None,
+                   reviewer: str | None = None) -> str:
+        """Append to the audit trail and make it the record's current status and note; `status`
+        None keeps the record's current status (a note alone never changes it). Returns the
+        status written. `record_id` may be a unique prefix of the id."""
+        if status is not None and status not in STATUSES:
             raise InputError(f"Unknown review status {status!r}; use one of: {', '.join(STATUSES)}.")
+        record_id = self.resolve_id(record_id) or record_id
         with self._write() as conn:
-            changed = conn.execute(update(Record).where(Record.id == record_id)
-                                   .values(status=status, analyst_note=note)).rowcount
-            if changed == 0:
-                raise InputError(f"No record {record_id!r}; list record ids with `logwarden records`.")
+            current = conn.scalar(select(Record.status).where(Record.id == record_id))
+            if current is None:
+                raise InputError(f"No record {record_id!r}; list record ids with `logwarden records list`.")
+            status = status or current
+            conn.execute(update(Record).where(Record.id == record_id).values(status=status, analyst_note=note))
             conn.execute(insert(Review).values(record_id=record_id, status=status, note=note,
                                                reviewer=reviewer, created_at=utc_now()))
+        return status
 
     def list_reviews(self, record_id: str) -> list[ReviewInfo]:
         stmt = select(Review.__table__).where(Review.record_id == record_id).order_by(Review.id)

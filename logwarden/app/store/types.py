@@ -61,6 +61,7 @@ class RecordFilter:
     text: str | None = None  # substring of anomaly, trace, recommendation or indicators
     run_id: str | None = None
     pending: bool = False  # only records a pending model review may still change ("awaiting review")
+    host: str | None = None  # substring of the record's host(s), any case
 
 
 @dataclass(slots=True)

@@ -6,6 +6,7 @@ from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
 from logwarden.cli.commands.records import db, records
+from logwarden.cli.commands.report import report
 from logwarden.cli.commands.review import review
 from logwarden.cli.commands.rules import rules
 from logwarden.cli.commands.train import train
@@ -13,4 +14,5 @@ from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, review, ui, export, records, db, rules, baseline, eval_command, dataset, train]
+COMMANDS = [analyze, triage, watch, review, ui, export, report, records, db, rules, baseline, eval_command, dataset,
+            train]

@@ -1,21 +1,28 @@
-"""`logwarden analyze PATH...`: batch analysis of files and folders."""
+"""`logwarden analyze PATH...`: batch analysis of files and folders.
+
+SIGINT/SIGTERM stop a run cleanly: the model's generations in flight are cancelled, what was
+finished is committed, the run is marked `aborted`, and the process exits within seconds with
+128 + the signal's number and no traceback (`--resume` goes on from there). A second signal
+exits at once.
+"""
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
 import click
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.cli.common import (
+    StopRequest,
     baseline_option,
     db_option,
     engine_options,
     err_console,
+    exit_at_once,
     handle_errors,
     json_option,
     llm_budget_option,
@@ -26,7 +33,9 @@ from logwarden.cli.common import (
     sigma_option,
     write_lines,
 )
-from logwarden.schemas import RISK_LEVELS
+from logwarden.cli.progress import RunProgress
+from logwarden.cli.summary import print_run_summary
+from logwarden.errors import RunStopped
 
 
 @click.command()
@@ -54,21 +63,25 @@ from logwarden.schemas import RISK_LEVELS
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
+@click.option("--year", type=click.IntRange(1970, 2100), default=None,
+              help="The year of year-less dates (RFC 3164 syslog). Default: from dated lines of the same host "
+                   "in this run, else of the run, else the file's modification time; the summary says which.")
 @sigma_option
 @baseline_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, throughput, resume, node, final,
-            export_format, export_out, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
+def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, throughput, resume, node, final, export_format,
+            export_out, year, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), rules_only=rules_only, llm_policy=llm_policy,
                                        max_batch=engine_opts.max_batch, include=include, exclude=exclude,
-                                       resume=resume, final=final, node=node, sigma=sigma_paths,
+                                       resume=resume, final=final, node=node, sigma=sigma_paths, year=year,
                                        baseline=baseline_mode, llm_budget=llm_budget)
+    db_url = db_url or get_settings().db_url
     store = open_store_from(db_url)
     engine = None
     if not rules_only:
@@ -78,11 +91,16 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, through
         engine = open_engine(engine_opts)
         if throughput:
             options = throughput_options(options, engine)
-    with _progress(paths) as progress_cb:
-        pipeline = Pipeline(store, engine, options, progress=progress_cb, command="analyze " + " ".join(map(str, paths)))
-        metrics = pipeline.analyze(paths)
+    progress = RunProgress(paths, err_console, model=engine is not None)
+    pipeline = Pipeline(store, engine, options, progress=progress.update, command="analyze " + " ".join(map(str, paths)))
+    stop = StopRequest(pipeline.cancel)
+    try:
+        with progress, stop.installed():
+            metrics = pipeline.analyze(paths)
+    except RunStopped:
+        _stopped(pipeline, store, db_url, stop.signum, model=engine is not None)
     run_records = _run_records(store, pipeline.run_id)
-    _print_summary(metrics)
+    print_run_summary(err_console, metrics, run_records, db_url=db_url, model=engine is not None)
     _print_notes(metrics)
     if export_format:
         _export(run_records, export_format, export_file)
@@ -90,6 +108,19 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, through
         print_json({"run_id": pipeline.run_id, "metrics": metrics.as_dict(),
                     "records": [r.model_dump(mode="json") for r in run_records]})
     sys.exit(1 if metrics.errors or metrics.llm_failures else 0)
+
+
+def _stopped(pipeline: Pipeline, store, db_url: str, signum: int | None, *, model: bool) -> None:
+    """Say what was kept and exit 128 + the signal (with a model loaded, at once: `exit_at_once`)."""
+    kept = len(_run_records(store, pipeline.run_id))
+    name = signal.Signals(signum).name if signum else "a stop"
+    err_console.print(f"stopped by {name}: {kept} record(s) of this run kept, the run is marked aborted; "
+                      f"`logwarden analyze --resume …` goes on from there. Database: {db_url}",
+                      highlight=False, markup=False)
+    code = 128 + (signum or signal.SIGINT)
+    if model:
+        exit_at_once(code)
+    sys.exit(code)
 
 
 def _run_records(store, run_id: str):
@@ -124,80 +155,14 @@ def _export(records, fmt: str, out) -> None:
     err_console.print(f"exported {len(records)} records as {fmt} to {out.name}", highlight=False)
 
 
-class _progress:
-    """A rich progress display on stderr fed by the pipeline's (counter, increment) callback."""
-
-    COUNTERS = ("lines", "windows", "llm_calls", "records", "errors")
-
-    def __init__(self, paths):
-        self.total = sum(_size(Path(p)) for p in paths)
-        self.counts = dict.fromkeys(self.COUNTERS, 0)
-        self.progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                                 TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True,
-                                 disable=not err_console.is_terminal)
-
-    def __enter__(self):
-        self.progress.start()
-        self.task = self.progress.add_task(self._text(), total=self.total or None)
-        return self.update
-
-    def update(self, name: str, n: int) -> None:
-        if name == "bytes":
-            self.progress.advance(self.task, n)
-            return
-        self.counts[name] = self.counts.get(name, 0) + n
-        self.progress.update(self.task, description=self._text())  # lines come a window at a time
-
-    def _text(self) -> str:
-        return " ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in self.counts.items())
-
-    def __exit__(self, *exc):
-        self.progress.stop()
-
-
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-    return 0
-
-
-def _print_summary(m: RunMetrics) -> None:
-    table = Table(title="logwarden analyze", show_header=True, header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    rows = [("files", m.files), ("lines read", m.lines), ("lines/s", f"{m.as_dict()['lines_per_s']:,.0f}"),
-            ("windows", m.windows), ("baseline deviations", m.deviations),
-            ("windows for the model", m.windows_llm), ("prompts queued", m.prompts_queued),
-            ("model calls", m.llm_calls), ("model failures", m.llm_failures),
-            ("awaiting review", m.reviews_pending), ("deviations judged normal", m.deviations_dismissed),
-            ("compression ratio", _ratio(m.compression_ratio)), ("records", m.records), ("errors", m.errors)]
-    if m.budget:
-        rows.append(("model budget", m.budget))
-    if m.windows_llm:  # what the model was shown, and what it made up
-        rows += [("rare lines seen by the model", f"{m.rare_lines_shown:,}/{m.rare_lines_llm:,}"
-                  + (f" ({m.rare_line_coverage:.0%})" if m.rare_line_coverage is not None else "")),
-                 ("ungrounded entities removed", f"{m.entities_ungrounded:,}/{m.entities_named:,}"
-                  + (f" ({m.ungrounded_rate:.1%})" if m.ungrounded_rate is not None else ""))]
-    rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
-                                                ("lines cut at the length limit", m.truncated_lines)) if value]
-    rows += [(f"records {level}", m.records_by_level[level]) for level in reversed(RISK_LEVELS)
-             if level in m.records_by_level]
-    rows += [(f"  {cat}", n) for cat, n in sorted(m.records_by_category.items(), key=lambda kv: -kv[1])]
-    if m.breaker_open:
-        rows.append(("circuit breaker", "OPEN: rest of run was rules-only"))
-    for name, value in rows:
-        table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
-    err_console.print(table)
-
-
-def _ratio(ratio: float | None) -> str:
-    """A rules-only run builds no digest, so it has no compression ratio."""
-    return "n/a" if ratio is None else f"{ratio:.1f}x"
-
-
 def _print_notes(m: RunMetrics) -> None:
+    if m.skipped:
+        err_console.print("skipped, not logs: " + "; ".join(f"{Path(name).name} ({why.removeprefix('not a log: ')})"
+                                                           for name, why in m.skipped.items()),
+                          highlight=False, markup=False)
+    for reason in sorted(set(m.years.values())):
+        names = ", ".join(Path(name).name for name, why in m.years.items() if why == reason)
+        err_console.print(f"year-less dates in {names}: {reason}", highlight=False, markup=False)
     if m.reviews_pending:
         err_console.print(f"note: {m.reviews_pending} prompt(s) await the model's review (the budget ran out); "
                           "their records are stored as the rules and baselines made them: "

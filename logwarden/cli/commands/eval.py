@@ -36,6 +36,7 @@ from logwarden.cli.common import (
     print_json,
     sigma_option,
 )
+from logwarden.cli.summary import print_detections
 
 
 @click.command("eval")
@@ -84,6 +85,8 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, sp
     if as_json:
         print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
     else:
+        for run in runs:  # what was detected, Hayabusa's way, before how well
+            print_detections(err_console, run.records, title=f"{run.name}: detections per level")
         err_console.print(results_table(runs))
         err_console.print(flagged_line(runs), highlight=False)
         if len(runs) > 1:

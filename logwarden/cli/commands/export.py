@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
 
 import click
 
@@ -13,9 +12,10 @@ from logwarden.cli.common import (
     handle_errors,
     open_for_writing,
     open_store_from,
+    parse_time,
     write_lines,
 )
-from logwarden.errors import ConfigError, InputError
+from logwarden.errors import ConfigError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS
 
 FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")
@@ -41,8 +41,8 @@ def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db
     from logwarden.app.store import RecordFilter
 
     target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
-    store = open_store_from(db_url)
-    filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=tuple(category))
+    store = open_store_from(db_url, create=False)
+    filters = RecordFilter(since=parse_time(since), min_risk=min_risk, categories=tuple(category))
     records = _all_records(store, filters)
     lines = list(export_records(records, fmt))
     if forward:
@@ -79,16 +79,3 @@ def _forward(fmt: str, lines: list[str], url: str, token_env: str, insecure: boo
         forward_syslog(lines, url)
     else:
         raise ConfigError(f"--forward {url!r}: use https://…/services/collector/event or syslog[+tcp]://host:port")
-
-
-def parse_since(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    units = {"m": "minutes", "h": "hours", "d": "days"}
-    if value[-1:] in units and value[:-1].isdigit():
-        return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(f"--since {value!r}: give an ISO time (2026-11-30T08:00) or an age like 15m, 24h, 7d") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

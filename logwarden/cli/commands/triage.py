@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 import click
 
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
+    StopRequest,
     db_option,
     engine_options,
     err_console,
+    exit_at_once,
     handle_errors,
     json_option,
     make_engine_options,
@@ -52,9 +55,15 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
     if engine is not None:
         stream = prepared.stream(engine, max_new_tokens=options.max_new_tokens)
         out = sys.stderr if as_json else sys.stdout
-        for piece in stream:
-            out.write(piece)
-            out.flush()
+        stop = StopRequest(getattr(engine, "cancel", lambda: None))  # Ctrl-C / SIGTERM cancel the answer
+        with stop.installed():
+            for piece in stream:
+                out.write(piece)
+                out.flush()
+        if stop.signum is not None:
+            err_console.print(f"\nstopped by {signal.Signals(stop.signum).name}: the answer was cancelled, nothing "
+                              "stored", highlight=False)
+            exit_at_once(128 + stop.signum)
         out.write("\n")
         _print_stats(stream)
     records = prepared.records(stream, engine)

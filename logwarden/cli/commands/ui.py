@@ -35,7 +35,7 @@ def ui(db_url: str | None, host: str, port: int) -> None:
     if importlib.util.find_spec("streamlit") is None:
         raise ConfigError("The UI needs Streamlit: pip install streamlit")
     url = db_url or get_settings().db_url
-    open_store_from(url).close()  # fail here, with a clear message, on a bad URL or unwritable folder
+    open_store_from(url, create=False).close()  # fail here, with a clear message, on a bad or missing store
     if not is_loopback(host):
         err_console.print(f"[bold yellow]warning:[/] binding to {host}: anyone who can reach this address can "
                           "read the records. Set LOGWARDEN_UI_PASSWORD and prefer an SSH tunnel or a proxy with TLS.",

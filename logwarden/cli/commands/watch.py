@@ -34,14 +34,16 @@ from logwarden.cli.common import (
 @llm_budget_option
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
+@click.option("--quiet", is_flag=True, help="Print only the new high/critical records (no status line).")
 @sigma_option
 @baseline_option
 @engine_options
 @db_option
 @handle_errors
 def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
-          sigma_paths, baseline_mode, db_url, **engine_kw):
-    """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
+          quiet, sigma_paths, baseline_mode, db_url, **engine_kw):
+    """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
+    Each new high or critical record is printed on stdout as one line as it is stored."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.watch import Watcher, stop_signals
 
@@ -59,15 +61,43 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
     stop = threading.Event()
-    with stop_signals(stop.set):
-        pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders))
+    with stop_signals(lambda _signum: stop.set()):
+        pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders),
+                            on_stored=_print_alerts)
         watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
                           max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
                           partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
-                          status=_status_printer(), node=options.node, stop=stop)
-        err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
+                          status=None if quiet else _status_printer(), node=options.node, stop=stop)
+        if not quiet:
+            err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
         stats = watcher.run(max_seconds=max_seconds)
-    err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+    if not quiet:
+        err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+
+
+ALERT_LEVELS = ("high", "critical")
+
+
+def alert_line(r) -> str:
+    """One stored record as one line: level, time, host, category, the anomaly, where and its id."""
+    when = f"{r.last_ts:%Y-%m-%d %H:%M:%S}" if r.last_ts else "-"
+    anomaly = " ".join(r.anomaly.split())[:160]
+    return (f"[{r.risk_level.upper()}] {when} {r.host or '-'} {r.category}: {anomaly} "
+            f"({r.source}:{r.line_start}-{r.line_end}, id {r.id[:12]})")
+
+
+def _print_alerts(records) -> None:
+    for r in records:
+        if r.risk_level in ALERT_LEVELS:
+            _clear_status()
+            click.echo(alert_line(r))
+
+
+def _clear_status() -> None:
+    """An alert line goes on its own line, not over the status line being redrawn on stderr."""
+    if err_console.is_terminal:
+        err_console.file.write("\r" + " " * (err_console.width - 1) + "\r")
+        err_console.file.flush()
 
 
 def _status_printer():

@@ -1,7 +1,8 @@
-"""Overview page: KPIs, risk over time, categories, top IPs / users / hosts, ATT&CK table.
+"""Overview page: KPIs, risk over time, categories, top IPs / users / hosts, the ATT&CK matrix.
 
 Everything is an SQL aggregate over the sidebar scope (cached per query in `data.py`): the page
-never loads records, only counts. Knows nothing of individual records.
+never loads records, only counts. A click on a bar opens the Records page filtered to it (its
+level, category, address, user or host, passed in the URL). Knows nothing of individual records.
 """
 
 from __future__ import annotations
@@ -29,9 +30,19 @@ def render() -> None:
         return
     over_time = data.risk_over_time(url, key)
     st.subheader("Risk over time")
-    st.altair_chart(charts.risk_over_time(over_time, charts.pick_bucket(over_time, choice)), width="stretch")
+    clicked = st.altair_chart(charts.risk_over_time(over_time, charts.pick_bucket(over_time, choice)), width="stretch",
+                              on_select="rerun", key="ov_time_chart")
+    _open_records(clicked, "level", "risk")
     _breakdowns(url, key)
     _techniques(url, key)
+
+
+def _open_records(clicked: Any, field: str, param: str) -> None:
+    """A clicked bar → the Records page, filtered to what the bar counts."""
+    points = (clicked or {}).get("selection", {}).get("pick") or []
+    value = next((p.get(field) for p in points if p.get(field)), None)
+    if value:
+        st.switch_page("views/records.py", query_params={param: str(value), "view": "Queue"})
 
 
 def _kpis(kpis: dict[str, Any]) -> None:
@@ -53,14 +64,18 @@ def _breakdowns(url: str, key: data.FilterKey) -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Categories")
-        st.altair_chart(charts.by_category(data.categories(url, key)), width="stretch")
+        clicked = st.altair_chart(charts.by_category(data.categories(url, key)), width="stretch",
+                                  on_select="rerun", key="ov_category_chart")
+        _open_records(clicked, "category", "category")
     with right:
         # One indicator kind at a time: each is a scan of every record's JSON (≈0.5 s at 100k).
         kind = st.segmented_control("Top", list(TOP_TITLES), format_func=TOP_TITLES.__getitem__, default="ips",
                                     required=True, key="ov_top_kind")
         rows = data.top_indicators(url, key, kind)
         if rows:
-            st.altair_chart(charts.top_values(rows, kind[:-1]), width="stretch")
+            clicked = st.altair_chart(charts.top_values(rows, kind[:-1]), width="stretch", on_select="rerun",
+                                      key=f"ov_top_{kind}")
+            _open_records(clicked, kind[:-1], "host" if kind == "hosts" else "q")
         else:
             st.caption("none in this scope")
 
@@ -74,8 +89,8 @@ def _techniques(url: str, key: data.FilterKey) -> None:
         return
     st.dataframe(table, hide_index=True, width="stretch", key="ov_techniques",
                  column_config={"link": st.column_config.LinkColumn("ATT&CK page", display_text="open")})
-    with st.expander("As a matrix"):
-        st.dataframe(charts.technique_matrix(rows), width="stretch")
+    st.markdown("**The matrix** (tactics in kill-chain order, techniques with their names and record counts)")
+    st.dataframe(charts.technique_matrix(rows), hide_index=True, width="stretch", key="ov_matrix")
 
 
 render()

@@ -12,14 +12,14 @@ import getpass
 import pandas as pd
 import streamlit as st
 
+from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.deviations import deviation_actions
-from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines
+from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document
+from logwarden.ui.style import SECTIONS, section_heading
 from logwarden.ui.text import escape_markdown, technique_link
-
-SECTIONS = (("Anomaly (异常)", "anomaly"), ("Trace (溯源)", "trace"), ("Recommendation (建议)", "recommendation"))
 
 
 def render() -> None:
@@ -29,7 +29,11 @@ def render() -> None:
     if not record_id:
         st.info("Pick a record on the Records page, or paste its id above.")
         return
-    record = data.record(url, record_id)
+    try:
+        record = data.record(url, record_id)
+    except LogwardenError as exc:  # an ambiguous id prefix
+        st.error(escape_markdown(str(exc), one_line=True))
+        return
     if record is None:
         st.error(f"No record with id {escape_markdown(record_id, one_line=True)}. Copy an id from the Records page.")
         return
@@ -61,8 +65,8 @@ def _header(r: RiskRecord) -> None:
 
 
 def _assessment(r: RiskRecord) -> None:
-    for title, name in SECTIONS:
-        st.markdown(f"**{title}**")
+    for english, chinese, name in SECTIONS:
+        st.html(section_heading(english, chinese))  # constant text; the record's text below is escaped
         st.markdown(escape_markdown(getattr(r, name)) or "—")
     if r.ungrounded:
         st.caption(escape_markdown("Removed from the model's text — named but not in the digest it was shown: "
@@ -76,17 +80,28 @@ def _evidence(r: RiskRecord) -> None:
     refs = f" · the model pointed at {', '.join(r.evidence.refs)}" if r.evidence.refs else ""
     st.caption(escape_markdown(f"{len(r.evidence.line_numbers)} lines of {r.source}{refs}", one_line=True))
     stored = {line.line_no: line.text for line in r.evidence.exemplars}
-    if stored:
-        st.code("\n".join(f"{n:>7}  {text}" for n, text in sorted(stored.items())), language=None)
+    _evidence_lines(r)
     around = sorted(stored) or r.evidence.line_numbers[:20]
     lines = context_lines(r.source, around, marked=r.evidence.line_numbers)
     if lines is None:
         st.caption("Context lines: the file is not readable here (moved, rotated away, or not a file).")
         return
     with st.expander("In context (read from the file now; > marks evidence lines)", expanded=True):
-        if changed_since_analysis(stored, lines):
+        if not is_document(r.source) and changed_since_analysis(r.evidence.exemplars, lines):
             st.warning("The file's lines differ from the stored evidence: it was rotated or rewritten since.")
-        st.code(format_lines(lines), language=None)
+        st.code(format_lines(lines), language=None, wrap_lines=True)
+
+
+def _evidence_lines(r: RiskRecord) -> None:
+    """Each stored evidence line, wrapped, under its parsed key fields (stored with the record; an
+    older record's are parsed again from the stored text)."""
+    from logwarden.app.keyfields import key_fields
+
+    for line in sorted(r.evidence.exemplars, key=lambda e: e.line_no):
+        fields = list(line.fields.items()) or key_fields(line.text)
+        if fields:
+            st.caption(escape_markdown(" · ".join(f"{name}={value}" for name, value in fields), one_line=True))
+        st.code(f"{line.line_no:>7}  {line.text}", language=None, wrap_lines=True)
 
 
 def _indicators_and_techniques(r: RiskRecord) -> None:
@@ -139,18 +154,31 @@ def _provenance(r: RiskRecord) -> None:
 
 
 def _review(url: str, r: RiskRecord) -> None:
+    """The form starts at the record's current status and keeps what the analyst picked: saving a
+    note writes the status shown, never a reset one (the widgets are keyed per record, filled from
+    the record on first show, and only the note is emptied after a save)."""
     st.subheader("Review")
+    keys = {name: f"review_{name}_{r.id}" for name in ("status", "note", "reviewer")}
+    st.session_state.setdefault(keys["status"], r.status)
+    st.session_state.setdefault(keys["reviewer"], _default_reviewer())
     if saved := st.session_state.pop("review_saved", None):
         st.success(f"Review saved: {saved}")
-    with st.form(f"review_{r.id}", clear_on_submit=True):
-        status = st.selectbox("Status", STATUSES, index=STATUSES.index(r.status), key="review_status")
-        note = st.text_area("Analyst note", key="review_note")
-        reviewer = st.text_input("Reviewer", value=_default_reviewer(), key="review_reviewer")
-        if st.form_submit_button("Save review", type="primary"):
-            data.add_review(url, r.id, status=status, note=note.strip(), reviewer=reviewer.strip())
-            st.session_state["review_saved"] = status
-            st.rerun()  # redraw the header and table with the new status
+    with st.form(f"review_{r.id}"):
+        st.selectbox("Status", STATUSES, key=keys["status"])
+        st.text_area("Analyst note", key=keys["note"])
+        st.text_input("Reviewer", key=keys["reviewer"])
+        st.form_submit_button("Save review", type="primary", on_click=_save_review, args=(url, r.id, keys))
     _history(url, r.id)
+
+
+def _save_review(url: str, record_id: str, keys: dict[str, str]) -> None:
+    """Runs before the page is drawn again (a callback), so the note box can be emptied here."""
+    state = st.session_state
+    status = state[keys["status"]]
+    data.add_review(url, record_id, status=status, note=state[keys["note"]].strip(),
+                    reviewer=state[keys["reviewer"]].strip())
+    state[keys["note"]] = ""
+    state["review_saved"] = status
 
 
 def _history(url: str, record_id: str) -> None:

@@ -1,13 +1,18 @@
-"""Records page: the filtered, sorted, paginated table (all in SQL), open a record, downloads.
+"""Records page: the alert queue. Rows lead with the anomaly, host and time, coloured by level;
+clicking a row opens the record; "Select several" turns clicks into a selection that is marked
+confirmed / false_positive / resolved at once. Filters live in the URL (a link or a reload keeps
+them; the overview's charts link here with theirs). A grouped view counts records by host or by
+address (until incidents land), and a click there filters the queue to it.
 
-Page filters (risk, category, status, technique, text) add to the sidebar scope. Only one page
-of rows is ever read; the downloads page through the whole filtered set when clicked.
-Knows nothing of how a record is shown in detail (that is `record.py`).
+Sorting, filtering and paging are SQL; only one page of rows is read; the downloads page through
+the whole filtered set when clicked. Knows nothing of how a record is shown in detail.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import Counter, defaultdict
 
 import pandas as pd
 import streamlit as st
@@ -17,41 +22,116 @@ from logwarden.schemas import CATEGORIES, RISK_LEVELS, RiskRecord
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.scope import scoped
+from logwarden.ui.style import LEVEL_TINTS
 from logwarden.ui.text import shorten
 
-SORTS = {"Last event": "last_ts", "Risk": "risk_score", "First event": "first_ts", "Category": "category",
-         "Source": "source", "Status": "status", "Lines": "line_count", "Stored": "created_at"}
+SORTS = {"Risk": "risk_score", "Last event": "last_ts", "First event": "first_ts", "Host": "host",
+         "Category": "category", "Source": "source", "Status": "status", "Lines": "line_count", "Stored": "created_at"}
 PAGE_SIZES = (25, 50, 100, 200)
 ANY = "any"
+VIEWS = ("Queue", "By host", "By address")
+BULK_STATUSES = ("confirmed", "false_positive", "resolved")
+GROUP_LIMIT = 5000  # records read for the grouped view (the newest of the filter)
+# widget key → (URL parameter, kind); kind "list" is comma-separated
+URL_STATE = {"rec_min_risk": ("risk", "one"), "rec_categories": ("category", "list"),
+             "rec_statuses": ("status", "list"), "rec_host": ("host", "one"), "rec_technique": ("technique", "one"),
+             "rec_text": ("q", "one"), "rec_sort": ("sort", "one"), "rec_view": ("view", "one")}
 
 
 def render() -> None:
     st.title("Records")
+    _state_from_url()
     url, f = data.db_url(), _filters()
+    view = st.segmented_control("View", VIEWS, default="Queue", required=True, key="rec_view")
+    _state_to_url()
     key = data.filter_key(f)
+    if view == "Queue":
+        _queue(url, key)
+    else:
+        _grouped(url, key, "hosts" if view == "By host" else "ips")
+
+
+def _filters() -> RecordFilter:
+    c1, c2, c3, c4 = st.columns((1, 2, 2, 2))
+    min_risk = c1.selectbox("Minimum risk", (ANY, *RISK_LEVELS), key="rec_min_risk")
+    categories = c2.multiselect("Category", CATEGORIES, key="rec_categories", placeholder="any")
+    statuses = c3.multiselect("Review status", STATUSES, key="rec_statuses", placeholder="any")
+    host = c4.text_input("Host contains", key="rec_host")
+    c5, c6 = st.columns((1, 2))
+    technique = c5.text_input("ATT&CK technique", key="rec_technique", placeholder="T1110 or T1110.001")
+    text = c6.text_input("Search anomaly, trace, recommendation, indicators", key="rec_text")
+    return scoped(min_risk=None if min_risk == ANY else min_risk, categories=tuple(categories),
+                  statuses=tuple(statuses), technique=technique.strip() or None, text=text.strip() or None,
+                  host=host.strip() or None)
+
+
+# -- filters in the URL ---------------------------------------------------------------------------
+
+
+def _state_from_url() -> None:
+    """A widget's first value comes from the URL (a shared link, a reload, a chart click)."""
+    st.session_state.update(st.session_state.pop("rec_pending", {}))  # set by a click on the grouped view
+    params = st.query_params
+    for key, (name, kind) in URL_STATE.items():
+        if key in st.session_state or name not in params:
+            continue
+        value = params[name]
+        if kind == "list":
+            allowed = CATEGORIES if key == "rec_categories" else STATUSES
+            st.session_state[key] = [v for v in value.split(",") if v in allowed]
+        elif _valid(key, value):
+            st.session_state[key] = value
+
+
+def _valid(key: str, value: str) -> bool:
+    choices = {"rec_min_risk": (ANY, *RISK_LEVELS), "rec_sort": tuple(SORTS), "rec_view": VIEWS}.get(key)
+    return choices is None or value in choices
+
+
+def _state_to_url() -> None:
+    """The filters as they are now, in the URL (empty ones left out)."""
+    for key, (name, kind) in URL_STATE.items():
+        value = st.session_state.get(key)
+        text = ",".join(value) if kind == "list" and value else value if isinstance(value, str) else ""
+        default = {"rec_min_risk": ANY, "rec_sort": "Risk", "rec_view": "Queue"}.get(key, "")
+        if text and text != default:
+            st.query_params[name] = text
+        elif name in st.query_params:
+            del st.query_params[name]
+
+
+# -- the queue --------------------------------------------------------------------------------------
+
+
+def _queue(url: str, key: data.FilterKey) -> None:
     total = data.record_count(url, key)
     order_by, descending, size = _sorting()
     page = _page_picker(total, size, key)
     rows = data.record_page(url, key, order_by=order_by, descending=descending, limit=size,
                             offset=(page - 1) * size)
-    st.caption(f"{total:,} matching records · page {page} of {max(1, math.ceil(total / size))}")
-    st.dataframe(table(rows), hide_index=True, width="stretch", key="records_table",
-                 column_config={"risk_score": st.column_config.ProgressColumn("score", min_value=0, max_value=100,
-                                                                              format="%d")})
-    _open_record(rows)
+    bulk = st.toggle("Select several to review at once", key="rec_bulk",
+                     help="Off: a click on a row opens the record. On: clicks select rows to mark together.")
+    st.caption(f"{total:,} matching records · page {page} of {max(1, math.ceil(total / size))}"
+               + ("" if bulk else " · click a row to open it"))
+    if not rows:
+        st.info("No record matches these filters.")
+        return
+    # One table per content: a click selects a row of the rows shown (a selection kept from other
+    # rows would be dropped, and the click with it); after opening a record the next table is new.
+    generation = st.session_state.setdefault("rec_table_gen", 0)
+    shown = hashlib.sha256(repr((key, order_by, descending, size, page)).encode()).hexdigest()[:12]
+    event = st.dataframe(styled(table(rows)), hide_index=True, width="stretch",
+                         key=f"records_table_{int(bulk)}_{generation}_{shown}",
+                         on_select="rerun", selection_mode="multi-row" if bulk else ["single-row", "single-cell"],
+                         column_config={"id": st.column_config.TextColumn("id", width="small")})
+    clicked = [*event.selection.rows, *(cell[0] for cell in getattr(event.selection, "cells", []) or [])]
+    picked = [rows[i] for i in dict.fromkeys(clicked) if i < len(rows)]
+    if bulk:
+        _bulk_review(url, picked)
+    elif picked:
+        st.session_state["rec_table_gen"] = generation + 1
+        st.switch_page("views/record.py", query_params={"id": picked[0].id[:12]})
     _downloads(url, key, total)
-
-
-def _filters() -> RecordFilter:
-    c1, c2, c3 = st.columns(3)
-    min_risk = c1.selectbox("Minimum risk", (ANY, *RISK_LEVELS), key="rec_min_risk")
-    categories = c2.multiselect("Category", CATEGORIES, key="rec_categories", placeholder="any")
-    statuses = c3.multiselect("Review status", STATUSES, key="rec_statuses", placeholder="any")
-    c4, c5 = st.columns((1, 2))
-    technique = c4.text_input("ATT&CK technique", key="rec_technique", placeholder="T1110 or T1110.001")
-    text = c5.text_input("Search anomaly, trace, recommendation, indicators", key="rec_text")
-    return scoped(min_risk=None if min_risk == ANY else min_risk, categories=tuple(categories),
-                  statuses=tuple(statuses), technique=technique.strip() or None, text=text.strip() or None)
 
 
 def _sorting() -> tuple[str, bool, int]:
@@ -72,25 +152,36 @@ def _page_picker(total: int, size: int, key: data.FilterKey) -> int:
 
 
 def table(rows: list[RiskRecord]) -> pd.DataFrame:
-    """One line per record; log-derived text goes into cells, which render as plain text."""
+    """One line per record, what an analyst scans first leading; log-derived text goes into
+    cells, which render as plain text."""
     return pd.DataFrame([{
-        "id": r.id[:12], "last event": r.last_ts, "risk": r.risk_level, "risk_score": r.risk_score,
-        "category": r.category, "status": r.status, "source": r.source, "lines": f"{r.line_start}-{r.line_end}",
-        "techniques": " ".join(t.id for t in r.techniques), "rules": ", ".join(r.detections),
-        "anomaly": shorten(r.anomaly, 160),
-    } for r in rows], columns=["id", "last event", "risk", "risk_score", "category", "status", "source", "lines",
-                               "techniques", "rules", "anomaly"])
+        "anomaly": shorten(r.anomaly, 140), "host": r.host or "-",
+        "last event": f"{r.last_ts:%Y-%m-%d %H:%M:%S}" if r.last_ts else "-", "risk": r.risk_level,
+        "status": r.status, "category": r.category, "source": r.source, "lines": f"{r.line_start}-{r.line_end}",
+        "rules": ", ".join(r.detections), "id": r.id[:12],
+    } for r in rows], columns=["anomaly", "host", "last event", "risk", "status", "category", "source", "lines",
+                               "rules", "id"])
 
 
-def _open_record(rows: list[RiskRecord]) -> None:
-    if not rows:
-        st.info("No record matches these filters.")
-        return
-    labels = {r.id: f"{r.id[:12]} · {r.risk_level} · {r.category} · {shorten(r.anomaly, 70)}" for r in rows}
-    left, right = st.columns((4, 1), vertical_alignment="bottom")
-    picked = left.selectbox("Record", list(labels), format_func=labels.__getitem__, key="rec_pick")
-    if right.button("Open record", key="rec_open", type="primary"):
-        st.switch_page("views/record.py", query_params={"id": picked})
+def styled(frame: pd.DataFrame):
+    """Each row tinted by its level (the risk cell in the level's colour)."""
+    def row_style(row: pd.Series) -> list[str]:
+        return [f"background-color: {LEVEL_TINTS.get(row['risk'], '')}"] * len(row)
+
+    return frame.style.apply(row_style, axis=1)
+
+
+def _bulk_review(url: str, picked: list[RiskRecord]) -> None:
+    if saved := st.session_state.pop("rec_bulk_saved", None):
+        st.success(saved)
+    columns = st.columns(len(BULK_STATUSES) + 1, vertical_alignment="center")
+    columns[0].markdown(f"**{len(picked)} selected**")
+    for column, status in zip(columns[1:], BULK_STATUSES):
+        if column.button(f"Mark {status}", key=f"rec_mark_{status}", disabled=not picked):
+            for record in picked:
+                data.add_review(url, record.id, status=status, note=None, reviewer=None)
+            st.session_state["rec_bulk_saved"] = f"{len(picked)} record(s) marked {status}"
+            st.rerun()
 
 
 def _downloads(url: str, key: data.FilterKey, total: int) -> None:
@@ -100,6 +191,47 @@ def _downloads(url: str, key: data.FilterKey, total: int) -> None:
     right.download_button("Download JSONL", lambda: data.records_jsonl(url, key),
                           file_name="logwarden-records.jsonl", mime="application/x-ndjson", on_click="ignore",
                           disabled=not total, key="rec_jsonl")
+
+
+# -- grouped by host or address ----------------------------------------------------------------------
+
+
+def _grouped(url: str, key: data.FilterKey, kind: str) -> None:
+    rows = data.record_page(url, key, order_by="last_ts", descending=True, limit=GROUP_LIMIT, offset=0)
+    frame = grouped_table(rows, kind)
+    label = "host" if kind == "hosts" else "address"
+    st.caption(f"{len(frame):,} {label}s over {len(rows):,} records · click one to see its records in the queue")
+    if frame.empty:
+        st.info("No record matches these filters.")
+        return
+    event = st.dataframe(frame, hide_index=True, width="stretch", key=f"records_grouped_{kind}",
+                         on_select="rerun", selection_mode="single-row")
+    if event.selection.rows:
+        value = frame.iloc[event.selection.rows[0]][label]
+        st.session_state["rec_pending"] = {"rec_view": "Queue", "rec_host" if kind == "hosts" else "rec_text": value}
+        del st.session_state[f"records_grouped_{kind}"]
+        st.rerun()
+
+
+def grouped_table(rows: list[RiskRecord], kind: str) -> pd.DataFrame:
+    """Per host (or address): records per level, open ones, categories, first and last event."""
+    label = "host" if kind == "hosts" else "address"
+    groups: dict[str, list[RiskRecord]] = defaultdict(list)
+    for r in rows:
+        for value in (r.hosts if kind == "hosts" else r.indicators.ips) or ["-"]:
+            groups[value].append(r)
+    out = []
+    for value, mine in groups.items():
+        levels = Counter(r.risk_level for r in mine)
+        times = sorted(t for r in mine for t in (r.first_ts, r.last_ts) if t)
+        out.append({label: value, "records": len(mine), **{lvl: levels[lvl] for lvl in reversed(RISK_LEVELS)},
+                    "open": sum(r.status == "new" for r in mine),
+                    "categories": ", ".join(c for c, _ in Counter(r.category for r in mine).most_common(3)),
+                    "first event": f"{times[0]:%Y-%m-%d %H:%M}" if times else "-",
+                    "last event": f"{times[-1]:%Y-%m-%d %H:%M}" if times else "-"})
+    frame = pd.DataFrame(out, columns=[label, "records", *reversed(RISK_LEVELS), "open", "categories",
+                                       "first event", "last event"])
+    return frame.sort_values(["critical", "high", "records"], ascending=False).reset_index(drop=True)
 
 
 render()

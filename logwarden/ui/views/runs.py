@@ -1,17 +1,20 @@
 """Runs & sources page: each run's metrics, the tracked files with offsets and lag, error rows.
 
-Lag is the file's size now minus the stored offset: bytes written since the last analysis (a
-negative value means the file was truncated or replaced). Knows nothing of how runs are made.
+Lag is the file's content size now minus the stored offset: bytes written since the last
+analysis (a compressed file's uncompressed size, as its offset counts; a negative value means the
+file was truncated or replaced). Knows nothing of how runs are made.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from logwarden.app.ingest import content_size
 from logwarden.app.store import RunInfo, SourceState
 from logwarden.ui import data
 
@@ -64,12 +67,15 @@ def _source_row(s: SourceState) -> dict[str, Any]:
 
 
 def _current_size(path: str, inode: int) -> int | None:
-    """Size of the same file (same inode) now; None when it is gone or was rotated away."""
+    """Size of the same file (same inode) now, in the bytes its offset counts (a compressed file's
+    content, not its compressed size); None when it is gone, rotated away or cannot be told."""
     try:
         stat = os.stat(path)
     except OSError:
         return None
-    return stat.st_size if not inode or stat.st_ino == inode else None
+    if inode and stat.st_ino != inode:
+        return None
+    return content_size(Path(path))
 
 
 render()

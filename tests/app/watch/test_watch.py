@@ -163,3 +163,29 @@ def test_a_sigterm_while_the_watcher_is_set_up_stops_its_run_cleanly(tmp_path, m
     store = open_store(db)
     assert [run.status for run in store.list_runs()] == ["stopped"]
     assert covered(accounted(store, folder / "auth.log")) == list(range(1, 11))  # its final poll read them
+
+
+def test_watch_prints_each_new_high_or_critical_record_as_one_line(tmp_path):
+    """Issue 31: `watch` says what it stored as it stores it — one line a high/critical record on
+    stdout (grep-able: level, time, host, category, anomaly, place, id); `--quiet` only those."""
+    from _ui_helpers import ACCESS_LOG
+    from click.testing import CliRunner
+
+    from logwarden.cli.main import main as cli
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    append(folder / "auth.log", 0, 40)
+    (folder / "access.log").write_text(ACCESS_LOG)
+    db = f"sqlite:///{tmp_path / 'lw.db'}"
+    result = CliRunner().invoke(cli, ["watch", str(folder), "--rules-only", "--from-start", "--quiet",
+                                      "--max-seconds", "3", "--db", db])
+    assert result.exit_code == 0, result.output
+    alerts = [r for r in open_store(db).query_records(limit=100) if r.risk_level in ("high", "critical")]
+    assert alerts
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(alerts)
+    for record in alerts:
+        [line] = [line for line in lines if f"id {record.id[:12]}" in line]
+        assert line.startswith(f"[{record.risk_level.upper()}] ") and f" {record.category}: " in line
+    assert result.stderr == ""  # --quiet: no banner, no status line

@@ -1,0 +1,40 @@
+"""`logwarden report --html OUT`: the store's records as one self-contained HTML file (summary,
+charts, records with their evidence) to hand to someone without the UI. Never creates a store."""
+
+from __future__ import annotations
+
+import click
+
+from logwarden.cli.common import db_option, err_console, handle_errors, open_for_writing, open_store_from, parse_time
+from logwarden.schemas import RISK_LEVELS
+
+PAGE = 1000
+
+
+@click.command()
+@click.option("--html", "out", required=True, help="File to write ('-' = stdout).")
+@click.option("--min-risk", type=click.Choice(RISK_LEVELS), default=None, help="Only records at or above this level.")
+@click.option("--since", default=None, help="Only records whose last event is at/after T: ISO time or 15m/24h/7d.")
+@click.option("--until", default=None, help="Only records whose last event is at/before T: ISO time or 15m/24h/7d.")
+@click.option("--title", default="logwarden report", show_default=True, help="The report's title.")
+@db_option
+@handle_errors
+def report(out, min_risk, since, until, title, db_url):
+    """Write the records as a self-contained HTML report (no script, nothing fetched from elsewhere)."""
+    from logwarden.app.store import RecordFilter
+    from logwarden.ui.report import render_report
+
+    target = open_for_writing(out) if out != "-" else None  # a bad --html fails before any work
+    store = open_store_from(db_url, create=False)
+    filters = RecordFilter(min_risk=min_risk, since=parse_time(since, "--since"), until=parse_time(until, "--until"))
+    records, offset = [], 0
+    while page := store.query_records(filters, order_by="risk_score", descending=True, limit=PAGE, offset=offset):
+        records += page
+        offset += len(page)
+    html = render_report(records, title=title, source=store.info().get("path") or store.info()["url"])
+    if target is None:
+        click.echo(html, nl=False)
+        return
+    with target:
+        target.write(html)
+    err_console.print(f"wrote {len(records)} records to {target.name}", highlight=False, markup=False)

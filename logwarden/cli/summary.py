@@ -1,0 +1,125 @@
+"""The end-of-run summary of `analyze` and `eval`, the way Hayabusa closes a scan: detections per
+level in the level's colour, the top rules, hosts and addresses per level, the first and last
+event, what was read and how much of it the records hold (the reduction), the database and the
+exact commands to look further. Model rows only when a model ran.
+
+Built from the run's metrics and its stored records; prints on stderr. Knows nothing of how the
+run was made.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from logwarden.cli.common import LEVEL_STYLES
+from logwarden.schemas import RISK_LEVELS, RiskRecord
+
+TOP = 3
+
+
+def print_run_summary(console: Console, metrics, records: Sequence[RiskRecord], *, db_url: str,
+                      model: bool) -> None:
+    console.print(_counts_table(metrics, records, model))
+    print_detections(console, records)
+    for line in _closing_lines(metrics, records, db_url):
+        console.print(line, highlight=False, markup=False)
+
+
+def print_detections(console: Console, records: Sequence[RiskRecord], title: str = "") -> None:
+    """Detections per level in colour with their top rules, hosts and addresses, and the time span."""
+    levels = [level for level in reversed(RISK_LEVELS) if any(r.risk_level == level for r in records)]
+    if levels:
+        console.print(_tops_table(records, levels, title))
+    times = sorted(t for r in records for t in (r.first_ts, r.last_ts) if t)
+    if times and title:
+        console.print(f"first event {times[0]:%Y-%m-%d %H:%M:%S}, last event {times[-1]:%Y-%m-%d %H:%M:%S} (UTC)",
+                      highlight=False, markup=False)
+
+
+def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
+    table = Table(title="logwarden analyze", show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows: list[tuple[str, object]] = [("files", m.files), ("lines read", m.lines),
+                                      ("bytes read", _size(m.raw_chars)),
+                                      ("lines/s", f"{m.as_dict()['lines_per_s']:,.0f}"), ("windows", m.windows)]
+    rows += [("baseline deviations", m.deviations)] if getattr(m, "deviations", 0) else []
+    if model:
+        rows += [("windows for the model", m.windows_llm), ("prompts queued", m.prompts_queued),
+                 ("model calls", m.llm_calls), ("model failures", m.llm_failures),
+                 ("awaiting review", m.reviews_pending), ("deviations judged normal", m.deviations_dismissed),
+                 ("model budget", m.budget or "-"),
+                 ("compression ratio", f"{m.compression_ratio:.1f}x" if m.compression_ratio else "n/a")]
+        if m.windows_llm:
+            rows += [("rare lines seen by the model", _share(m.rare_lines_shown, m.rare_lines_llm)),
+                     ("ungrounded entities removed", _share(m.entities_ungrounded, m.entities_named))]
+    rows += [("records", m.records), ("errors", m.errors)]
+    rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
+                                                ("lines cut at the length limit", m.truncated_lines),
+                                                ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]
+    for name, value in rows:
+        table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
+    by_level = Counter(r.risk_level for r in records)
+    for level in reversed(RISK_LEVELS):
+        if by_level[level]:
+            style = LEVEL_STYLES[level]
+            table.add_row(Text(f"records {level}", style=style), Text(f"{by_level[level]:,}", style=style))
+    for category, n in Counter(r.category for r in records).most_common():
+        table.add_row(f"  {category}", f"{n:,}")
+    if m.breaker_open:
+        table.add_row("circuit breaker", "OPEN: the rest awaits review")
+    return table
+
+
+def _tops_table(records: Sequence[RiskRecord], levels: list[str], title: str = "") -> Table:
+    table = Table(title=title or "top rules, hosts and addresses per level", show_header=True, header_style="bold")
+    for column in ("level", "records", "rules", "hosts", "addresses"):
+        table.add_column(column, overflow="fold")
+    for level in levels:
+        mine = [r for r in records if r.risk_level == level]
+        rules = Counter(rule for r in mine for rule in r.detections) or Counter(
+            r.category for r in mine if r.decided_by == "llm")
+        table.add_row(Text(level, style=LEVEL_STYLES[level]), Text(f"{len(mine):,}", style=LEVEL_STYLES[level]),
+                      _top(rules),
+                      _top(Counter(h for r in mine for h in r.hosts)),
+                      _top(Counter(ip for r in mine for ip in r.indicators.ips)))
+    return table
+
+
+def _closing_lines(m, records: Sequence[RiskRecord], db_url: str) -> list[str]:
+    times = sorted(t for r in records for t in (r.first_ts, r.last_ts) if t)
+    covered = len({(r.source, n) for r in records for n in r.evidence.line_numbers})
+    lines = []
+    if times:
+        lines.append(f"first event {times[0]:%Y-%m-%d %H:%M:%S}, last event {times[-1]:%Y-%m-%d %H:%M:%S} (UTC)")
+    if m.lines:
+        lines.append(f"read {m.lines:,} lines ({_size(m.raw_chars)}); {covered:,} of them are records' evidence: "
+                     f"a {100 * (1 - covered / m.lines):.1f}% reduction")
+    db = shlex.quote(db_url)
+    lines += [f"database: {db_url}", "next:",
+              f"  logwarden records list --min-risk high --db {db}",
+              f"  logwarden records show ID --db {db}",
+              f"  logwarden ui --db {db}"]
+    return lines
+
+
+def _top(counts: Counter) -> str:
+    return ", ".join(f"{value} ({n})" for value, n in counts.most_common(TOP)) or "-"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part:,}/{whole:,}" + (f" ({part / whole:.0%})" if whole else "")
+
+
+def _size(chars: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if chars < 1024 or unit == "GiB":
+            return f"{chars:,.0f} {unit}" if unit == "B" else f"{chars:,.1f} {unit}"
+        chars /= 1024
+    return str(chars)

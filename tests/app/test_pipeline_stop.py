@@ -1,0 +1,154 @@
+"""Stopping during model work, and progress that counts the model's work (issue 31, items 8 and 9).
+
+The engine is a stand-in that holds every batch until it is cancelled (the real llama.cpp engine's
+cancellation has its own test in tests/engine/test_engine_llamacpp_model.py); what is under test is
+the pipeline around it: `cancel()` ends the wait, what was read is committed, the prompts not
+answered wait for review (the next `--resume` answers them), the run is `aborted`."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from _log_fixtures import write_logs
+
+from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.store import RecordFilter, open_store
+from logwarden.cli.progress import RunProgress, estimate_eta
+from logwarden.engine.api import Generation, GenStats
+from logwarden.errors import RunStopped
+
+GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
+        '"category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block it."}')
+WAIT_S = 120  # the stand-in's longest hold: far above any stop, so a stop that does not cancel fails the test
+
+
+class HoldingEngine:
+    """Answers at once (`hold=False`) or holds each batch until `cancel()` (or WAIT_S)."""
+
+    model_name = "holding"
+    adapter_name = None
+
+    def __init__(self, *, hold: bool):
+        self.hold = hold
+        self.generating = threading.Event()
+        self._cancel = threading.Event()
+        self.batches = 0
+
+    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
+        self.batches += 1
+        if self.hold:
+            self.generating.set()
+            self._cancel.wait(WAIT_S)
+            return [Generation(text="", stats=GenStats(), finished=False, error="llama.cpp: cancelled")
+                    for _ in requests]
+        return [Generation(text=GOOD, stats=GenStats(prompt_tokens=300, new_tokens=40, batch_size=len(requests)),
+                           finished=True) for _ in requests]
+
+    def cancel(self):
+        self._cancel.set()
+
+    def count_tokens(self, text):
+        return len(text) // 4
+
+    def describe(self):
+        return {"model": "holding"}
+
+
+@pytest.fixture()
+def logs(tmp_path: Path) -> tuple[Path, str]:
+    write_logs(tmp_path / "logs")
+    return tmp_path / "logs" / "auth.log", f"sqlite:///{tmp_path / 'lw.db'}"
+
+
+def test_cancel_during_generation_commits_what_was_done_and_leaves_the_rest_for_resume(logs):
+    path, url = logs
+    store = open_store(url)
+    engine = HoldingEngine(hold=True)
+    pipeline = Pipeline(store, engine, RunOptions(llm_policy="signals"))
+    outcome: dict = {}
+
+    def run():
+        try:
+            pipeline.analyze([path])
+        except RunStopped as exc:
+            outcome["stopped"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert engine.generating.wait(WAIT_S)
+    pipeline.cancel()
+    worker.join(WAIT_S)
+    assert not worker.is_alive() and "stopped" in outcome  # the held batch did not have to finish
+    assert store.list_runs()[0].status == "aborted"
+    # what the rules made was stored as the lines were read; no cancelled answer became a record
+    ingested = store.query_records(RecordFilter(run_id=pipeline.run_id), limit=100)
+    assert ingested and all(r.decided_by == "rules" for r in ingested)
+    assert store.get_source(str(path), path.stat().st_ino) is not None  # the file was read to its end
+    assert store.count_reviews() >= 1  # the prompt it stopped waits for review
+    assert not store.list_errors()  # a stop is not an engine failure
+
+    resumed = Pipeline(store, HoldingEngine(hold=False), RunOptions(llm_policy="signals", resume=True))
+    metrics = resumed.analyze([path])
+    assert metrics.lines == 0 and store.count_reviews() == 0  # nothing read twice, the waiting prompt answered
+    assert any(r.decided_by == "rules+llm" for r in store.query_records(RecordFilter(), limit=100))
+
+
+def test_cancel_rules_only_stops_at_the_next_window(logs):
+    path, url = logs
+    pipeline = Pipeline(open_store(url), None, RunOptions(rules_only=True))
+    pipeline.cancel()
+    with pytest.raises(RunStopped):
+        pipeline.analyze([path])
+    assert pipeline.store.list_runs()[0].status == "aborted"
+
+
+def test_progress_reports_prompts_queued_and_done_and_tokens(logs):
+    path, url = logs
+    events: list[tuple[str, int]] = []
+    metrics = Pipeline(open_store(url), HoldingEngine(hold=False), RunOptions(llm_policy="signals"),
+                       progress=lambda name, n: events.append((name, n))).analyze([path.parent])
+    total = {name: sum(n for e, n in events if e == name) for name in ("llm_queued", "llm_done", "new_tokens")}
+    assert total["llm_queued"] == total["llm_done"] == metrics.llm_calls > 0
+    assert total["new_tokens"] == metrics.new_tokens
+    first_done = next(i for i, (name, _) in enumerate(events) if name == "llm_done")
+    assert any(name == "llm_queued" for name, _ in events[:first_done])  # queued before answered
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_eta_counts_the_model_work_left_not_the_lines(tmp_path):
+    """A fresh `make run` read every line in seconds and then showed "ETA 0:00:03" for 15 minutes
+    of model work. All read, 10 of 100 prompts answered in 100 s: 900 s are left."""
+    log = tmp_path / "a.log"
+    log.write_bytes(b"x" * 10_000)
+    clock = FakeClock()
+    progress = RunProgress([log], _quiet_console(), model=True, clock=clock)
+    progress.update("bytes", 10_000)
+    progress.update("llm_queued", 100)
+    clock.now = 100.0
+    progress.update("llm_done", 10)
+    assert progress.eta() == pytest.approx(900)
+    assert progress.eta_text() == "ETA 0:15:00"
+
+
+def test_eta_extrapolates_prompts_from_the_share_read():
+    # a quarter read, 20 prompts queued so far (80 expected), 20 answered in 200 s → 60 × 10 s
+    assert estimate_eta(elapsed_s=200, bytes_read=250, bytes_total=1000, queued=20, done=20) == pytest.approx(600)
+    assert estimate_eta(elapsed_s=5, bytes_read=0, bytes_total=1000, queued=3, done=0) is None
+    assert estimate_eta(elapsed_s=10, bytes_read=500, bytes_total=1000, queued=0, done=0) == pytest.approx(10)
+
+
+def _quiet_console():
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), force_terminal=False)

@@ -1,0 +1,149 @@
+"""The analyst's first hour at the terminal (issue 31): the ids printed work everywhere, a mistyped
+`--db` creates nothing, a note never changes a status, `records list` filters and pipes, `records
+show` shows numbered evidence with its key fields, `records review` records a judgement."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from _repo import REPO
+from _store_helpers import BASE_TS, make_record
+from click.testing import CliRunner
+
+from logwarden.app.store import open_store
+from logwarden.cli.main import main as cli
+from logwarden.schemas import ExemplarLine, Indicators
+from logwarden.schemas.record import Evidence
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture()
+def db(tmp_path) -> str:
+    url = f"sqlite:///{tmp_path / 'lw.db'}"
+    store = open_store(url)
+    store.upsert_records([
+        make_record(line_start=10, line_end=29, host="bastion-1", risk_level="high"),
+        make_record(line_start=40, line_end=49, host="web-2", risk_level="medium", category="web_attack",
+                    indicators=Indicators(ips=["198.51.100.23"]), last_ts=BASE_TS.replace(hour=12)),
+        make_record(line_start=60, line_end=61, host="web-2", risk_level="critical", status="confirmed"),
+    ])
+    store.close()
+    return url
+
+
+def ids(db: str) -> list[str]:
+    return [r.id for r in open_store(db).query_records(limit=10)]
+
+
+# -- item 2: the ids we print work ------------------------------------------------------------------
+
+
+def test_the_printed_12_character_id_opens_and_reviews_the_record(db):
+    full = ids(db)[0]
+    shown = run("records", "show", full[:12], "--json", "--db", db)
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["id"] == full
+    reviewed = run("records", "review", full[:12], "--status", "confirmed", "--note", "seen", "--db", db)
+    assert reviewed.exit_code == 0, reviewed.output
+    assert open_store(db).get_record(full).status == "confirmed"
+
+
+def test_an_ambiguous_prefix_is_an_error_that_says_so(db):
+    store = open_store(db)
+    first = ids(db)[0]
+    twin = make_record(id=first[:6] + "f" * 18, line_start=90, line_end=91)
+    store.upsert_records([twin])
+    result = run("records", "show", first[:6], "--db", db)
+    assert result.exit_code == 2 and "matches several records" in result.stderr
+    assert "Traceback" not in result.output
+
+
+# -- item 3: a mistyped --db creates nothing -------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("records", "list"), ("records", "show", "abc"), ("export", "--format", "jsonl"),
+                                     ("records", "review", "abc", "--note", "x"), ("report", "--html", "-")])
+def test_read_commands_refuse_a_missing_store_and_create_nothing(tmp_path, command):
+    missing = tmp_path / "typo" / "lw.db"
+    result = run(*command, "--db", f"sqlite:///{missing}")
+    assert result.exit_code == 2, result.output
+    assert "No database at" in result.stderr and "Traceback" not in result.output
+    assert not missing.parent.exists()
+
+
+def test_ui_refuses_a_missing_store(tmp_path):
+    missing = tmp_path / "lw.db"
+    result = subprocess.run([sys.executable, "-m", "logwarden.cli.main", "ui", "--db", f"sqlite:///{missing}",
+                             "--port", "1"], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 2 and "No database at" in result.stderr
+    assert not missing.exists()
+
+
+def test_a_postgresql_database_without_a_store_is_refused_not_filled(pg_url):
+    from sqlalchemy import create_engine, inspect
+
+    result = run("records", "list", "--db", pg_url)
+    assert result.exit_code == 2 and "holds no logwarden store" in " ".join(result.stderr.split())
+    assert inspect(create_engine(pg_url)).get_table_names() == []
+
+
+# -- item 1 at the store and the CLI: a note alone keeps the status ----------------------------------
+
+
+def test_a_second_note_keeps_the_status_the_analyst_picked(db):
+    record_id = ids(db)[0]
+    assert run("records", "review", record_id[:12], "--status", "confirmed", "--note", "first note",
+               "--db", db).exit_code == 0
+    assert run("records", "review", record_id[:12], "--note", "second note", "--db", db).exit_code == 0
+    history = [(r.status, r.note) for r in open_store(db).list_reviews(record_id)]
+    assert history == [("confirmed", "first note"), ("confirmed", "second note")]
+
+
+# -- records list: columns, filters, sorting, plain output when piped --------------------------------
+
+
+def test_list_piped_is_tab_separated_one_record_a_line_and_grep_finds_an_address(db):
+    result = run("records", "list", "--db", db)
+    lines = result.stdout.splitlines()
+    assert lines[0].split("\t")[:5] == ["id", "last_event", "risk", "status", "host"]
+    assert len(lines) == 4 and all(len(line.split("\t")) == len(lines[0].split("\t")) for line in lines)
+    hit = [line for line in lines if "198.51.100.23" in line]
+    assert len(hit) == 1 and "\tweb-2\t" in hit[0] and "\tweb_attack\t" in hit[0]
+
+
+def test_list_filters_by_host_status_and_time_and_sorts(db):
+    def listed(*args):
+        result = run("records", "list", "--json", "--db", db, *args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    assert {r["host"] for r in listed("--host", "WEB")} == {"web-2"}
+    assert [r["status"] for r in listed("--status", "confirmed")] == ["confirmed"]
+    assert [r["line_start"] for r in listed("--since", "2026-11-29T11:00")] == [40]
+    assert sorted(r["line_start"] for r in listed("--until", "2026-11-29T11:00")) == [10, 60]
+    assert [r["risk_level"] for r in listed()] == ["critical", "high", "medium"]
+    assert [r["line_start"] for r in listed("--sort", "time")][0] == 40
+
+
+def test_show_numbers_the_evidence_lines_under_their_key_fields(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lw.db'}"
+    line = ('203.0.113.9 - - [02/Mar/2026:10:00:00 +0000] "GET /item.php?id=1%20UNION%20SELECT%20user HTTP/1.1" '
+            '200 512 "-" "sqlmap/1.7"')
+    open_store(url).upsert_records([make_record(evidence=Evidence(line_numbers=[7], exemplars=[
+        ExemplarLine(line_no=7, text=line)]))])
+    result = run("records", "show", ids(url)[0][:12], "--db", url)
+    assert result.exit_code == 0, result.output
+    assert f"        7  {line}" in result.stdout
+    assert "path=/item.php?id=1%20UNION%20SELECT%20user" in result.stdout
+    assert "param id=1 UNION SELECT user" in result.stdout
+
+
+def test_review_needs_a_status_or_a_note(db):
+    result = run("records", "review", ids(db)[0][:12], "--db", db)
+    assert result.exit_code == 2 and "--status and/or --note" in result.output
