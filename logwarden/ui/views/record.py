@@ -18,6 +18,7 @@ from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.deviations import deviation_actions
 from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document
+from logwarden.ui.explain import explain_button
 from logwarden.ui.style import SECTIONS, section_heading
 from logwarden.ui.text import escape_markdown, technique_link
 
@@ -42,6 +43,7 @@ def render() -> None:
     _evidence(record)
     _indicators_and_techniques(record)
     _provenance(record)
+    explain_button(record)
     deviation_actions(url, record)
     _review(url, record)
 
