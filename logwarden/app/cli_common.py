@@ -18,7 +18,8 @@ from logwarden.errors import InputError, LogwardenError
 
 err_console = Console(stderr=True)
 out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
-QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")
+QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")  # the transformers engine's (train's)
+ENGINE_QUANTS = (*QUANTS, "q4_0", "q4_k_m")  # + llama.cpp's GGUF weights (engine/load.py LLAMACPP_QUANTS)
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -61,9 +62,10 @@ def engine_options(func: Callable) -> Callable:
         click.option("--model", default=None, help="embedded | embedded-1.5b | HF id in the local cache | folder | .gguf "
                      "(openai backend: the served model name). Default: embedded."),
         click.option("--adapter", default=None, help="PEFT LoRA adapter folder, or 'none' to disable the default adapter."),
-        click.option("--quant", type=click.Choice(QUANTS), default="auto", show_default=True,
-                     help="transformers weights precision: auto = nf4 on CUDA, fp32 on CPU (a GGUF on llama.cpp keeps "
-                          "its own; another value than auto picks transformers under --engine auto)."),
+        click.option("--quant", type=click.Choice(ENGINE_QUANTS), default=None,
+                     help="weights: auto = llama.cpp: the derived Q4_0 (adapter merged) for embedded, a GGUF as shipped "
+                          "otherwise; transformers: nf4 on CUDA, fp32 on CPU. q4_0 / q4_k_m (the GGUF as shipped + "
+                          "the adapter at run time) pick llama.cpp, the others transformers (default: settings, auto)."),
         click.option("--threads", type=int, default=None,
                      help="CPU threads for llama.cpp or torch (default: settings, else the engine's)."),
         click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),
@@ -80,7 +82,7 @@ def make_engine_options(kw: dict) -> EngineOptions:
     settings = get_settings()
     return EngineOptions(
         backend=kw.pop("backend"), engine=kw.pop("engine") or settings.engine, model=kw.pop("model") or settings.model, adapter=kw.pop("adapter") or settings.adapter,
-        quant=kw.pop("quant"), threads=kw.pop("threads") or settings.threads,
+        quant=kw.pop("quant") or settings.quant, threads=kw.pop("threads") or settings.threads,
         max_batch=kw.pop("max_batch", None) or settings.max_batch, base_urls=kw.pop("base_urls"),
         api_key_env=kw.pop("api_key_env"), concurrency=kw.pop("concurrency"), max_rps=kw.pop("max_rps"))
 
