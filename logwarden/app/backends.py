@@ -39,9 +39,14 @@ def open_engine(options: EngineOptions) -> Engine:
         from logwarden.app.config import get_settings
         from logwarden.engine.load import load_engine
 
-        return load_engine(engine=options.engine, model=options.model, adapter=options.adapter, quant=options.quant,
-                           threads=options.threads, max_batch=options.max_batch,
-                           cache_dir=get_settings().model_cache)
+        engine = load_engine(engine=options.engine, model=options.model, adapter=options.adapter,
+                             quant=options.quant, threads=options.threads, max_batch=options.max_batch,
+                             cache_dir=get_settings().model_cache)
+        if hasattr(engine, "warm_prefix"):  # llama.cpp: the system prefix's KV from disk, not prefilled per process
+            from logwarden.prompts import USER_LEAD, system_prompt
+
+            engine.warm_prefix(system_prompt(), USER_LEAD)
+        return engine
     if options.backend == "openai":
         return _open_openai(options)
     raise ConfigError(f"unknown backend {options.backend!r}; choose one of {', '.join(BACKENDS)}")
