@@ -1,4 +1,5 @@
-"""The llama.cpp engine on the real embedded GGUF (+ the shipped adapter converted to a GGUF LoRA).
+"""The llama.cpp engine on the real embedded GGUF as shipped (`--quant q4_k_m`: + the shipped adapter
+converted to a GGUF LoRA). The derived Q4_0 default is tests/test_engine_derived_gguf.py's.
 
 Marked `model`: a few seconds to load, answers take 10-60 s each on 2 shared cores. Asserted:
 schema-valid finished answers (the call's schema and a request's own), streaming that yields
@@ -29,7 +30,8 @@ CATEGORY_ONLY = {"type": "object", "additionalProperties": False, "required": ["
 
 
 def _engine(**kw):
-    return load_engine(engine="llamacpp", model="embedded", threads=2, cache_dir=get_settings().model_cache, **kw)
+    return load_engine(engine="llamacpp", model="embedded", quant="q4_k_m", threads=2,
+                       cache_dir=get_settings().model_cache, **kw)
 
 
 @pytest.fixture(scope="module")
