@@ -104,10 +104,10 @@ def test_the_cache_rederives_a_damaged_file_and_keys_on_the_adapter(tiny, adapte
     assert not [p for p in (tmp_path / "derived").iterdir() if p.name.endswith(".part")]
 
 
-def _engine(gguf: Path, states: Path | None = None, **kw):
+def _engine(gguf: Path, states: Path | None = None, *, slots: int = 2, **kw):
     from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
 
-    config = LlamaCppConfig(gguf=gguf, threads=2, slots=2, ctx_per_slot=1024, prefix_state_dir=states)
+    config = LlamaCppConfig(gguf=gguf, threads=2, slots=slots, ctx_per_slot=1024, prefix_state_dir=states)
     return LlamaCppEngine(config, model_name="tiny", **kw)
 
 
@@ -201,14 +201,21 @@ def test_another_models_state_is_never_restored(tiny, derived, cold_answer, tmp_
     assert other["state"] == "prefilled" and warmth["state"] == "prefilled" and answer.text == cold_answer
 
 
-def test_a_changed_prefix_gets_its_own_state(derived, tmp_path):
-    _warm_and_answer(derived.path, tmp_path)
-    engine = _engine(derived.path, tmp_path)
+def _warm(gguf: Path, states: Path, system: str = SYSTEM, slots: int = 2) -> str:
+    engine = _engine(gguf, states, slots=slots)
     try:
-        assert engine.warm_prefix(SYSTEM + " Be brief.", LEAD)["state"] == "prefilled"
+        return engine.warm_prefix(system, LEAD)["state"]
     finally:
         engine.close()
-    assert len(list(tmp_path.glob("prefix-*.bin"))) == 2
+
+
+def test_a_changed_prefix_or_slot_count_gets_its_own_state(derived, tmp_path):
+    """llama.cpp refuses a state saved with another number of slots: one file per count, no thrashing."""
+    assert _warm(derived.path, tmp_path) == "prefilled"
+    assert _warm(derived.path, tmp_path, system=SYSTEM + " Be brief.") == "prefilled"
+    assert _warm(derived.path, tmp_path, slots=1) == "prefilled"
+    assert _warm(derived.path, tmp_path) == _warm(derived.path, tmp_path, slots=1) == "restored"
+    assert len(list(tmp_path.glob("prefix-*.bin"))) == 3
 
 
 # ---- choosing the weights ---------------------------------------------------------------------

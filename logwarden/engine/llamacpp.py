@@ -205,7 +205,8 @@ class LlamaCppEngine:
             self.sha256 = sha256_of([self.config.gguf])
         return PrefixKey(model_sha256=self.sha256,
                          lora_sha256=sha256_of([self.config.lora]) if self.config.lora else None,
-                         prefix_sha256=text_sha256(system, user_lead), ctx_per_slot=self.config.ctx_per_slot,
+                         prefix_sha256=text_sha256(system, user_lead), slots=self.config.slots,
+                         ctx_per_slot=self.config.ctx_per_slot,
                          flash_attn=self.config.flash_attn, llama_cpp=f"xllamacpp {xllamacpp.__version__}")
 
     def _prefill_prefix(self, system: str, user_lead: str) -> None:

@@ -1,9 +1,10 @@
 """The shared prompt prefix's KV on disk for llama.cpp, so that a new process (every
 `logwarden triage` is one) restores it into its slots instead of prefilling it again.
 
-Owns: the state file's key — everything that changes the KV: the model's bytes, the LoRA's bytes,
-the prefix text, the slot size, flash attention (it changes the V layout), the llama.cpp build and
-this module's format — its name and its manifest (the full key and the file's sha256, checked
+Owns: the state file's key — everything that changes the KV or its layout: the model's bytes, the
+LoRA's bytes, the prefix text, the number of slots (llama.cpp refuses a state saved with another
+count: "n_stream mismatch") and their size, flash attention (it changes the V layout), the
+llama.cpp build and this module's format — its name and its manifest (the full key and the file's sha256, checked
 before every restore: llama.cpp itself checks only the magic and the shapes, not whose KV it is,
 so a state of other weights or a damaged one would restore silently), and llama.cpp's slot
 save/restore calls. xllamacpp 2026.10 does not expose those in Python; llama-server's
@@ -38,6 +39,7 @@ class PrefixKey:
     model_sha256: str
     lora_sha256: str | None
     prefix_sha256: str
+    slots: int
     ctx_per_slot: int
     flash_attn: bool
     llama_cpp: str
