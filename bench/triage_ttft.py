@@ -16,7 +16,7 @@ say how many uncached tokens 1.5 s allows at this run's rate.
     python bench/triage_ttft.py [--threads N]       # ~1-3 min on 2 shared cores
 
 `--processes`: what a user sees — every triage a new process (`echo LINE | logwarden triage -
---no-store --json`), an sshd line and an access line, `--rounds` times in turn:
+--no-store --json`, this checkout's CLI), an sshd line and an access line, `--rounds` times in turn:
 
   restored   the command as shipped: the system prefix's KV restored from the model cache
              (one untimed call first writes the state file if it is missing)
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -77,11 +76,20 @@ def measure(engine, case: str, line: str) -> dict:
             "load": os.getloadavg()[0]}
 
 
+def cli_command() -> list[str]:
+    """This checkout's `logwarden` (its pyproject's entry point: an installed script may be another
+    checkout's)."""
+    import tomllib
+
+    module, function = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["logwarden"].split(":")
+    return [sys.executable, "-c", f"import sys; sys.argv[0] = 'logwarden'; from {module} import {function}; {function}()"]
+
+
 def fresh_process(arm: str, line: str, threads: int | None) -> dict:
     """One triage in a new process; its stats and wall time."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if arm == "restored":
-        command = [shutil.which("logwarden") or "logwarden", "triage", "-", "--no-store", "--json"]
+        command = [*cli_command(), "triage", "-", "--no-store", "--json"]
         command += ["--threads", str(threads)] if threads else []
     else:
         command = [sys.executable, "-c", NO_STATE, "q4_k_m" if arm == "q4_k_m" else "auto", str(threads or "-")]
