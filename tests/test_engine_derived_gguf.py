@@ -1,6 +1,6 @@
 """The derived Q4_0 GGUF (adapter merged) and the prefix KV state on disk, on a tiny random Qwen2
 GGUF with the real vocabulary (tests/_gguf_helpers.py): deterministic bytes, the merge equal to
-peft's update within Q4_0's rounding, a cache that re-derives a damaged file, a model llama.cpp
+peft's update within Q4_0's (Q8_0's) rounding, a cache that re-derives a damaged file, a model llama.cpp
 loads and answers schema-valid JSON with; a prefix state that a fresh engine restores (the same
 greedy answer as a cold prefill, its tokens reused by the first request), and stale, corrupt or
 mismatched states ignored and rewritten. Plus the `--quant` choices. The real 0.5B is used only
@@ -22,7 +22,7 @@ from logwarden.engine.gguf_lora import read_safetensors
 from logwarden.engine.gguf_meta import read_metadata
 from logwarden.errors import ConfigError
 
-Q4_0 = 2
+Q4_0, Q8_0 = 2, 8
 SYSTEM = "You are a security log analyst. Answer with JSON only. " * 12
 LEAD = "Untrusted log digest between the markers:\n"
 CATEGORY = {"type": "object", "additionalProperties": False, "required": ["category", "risk"],
@@ -55,12 +55,12 @@ def test_deriving_twice_writes_the_same_bytes(tiny, adapter, derived, tmp_path):
     assert again.path != derived.path and again.path.name == derived.path.name  # named by inputs, not by place
 
 
-def test_block_weights_become_q4_0_and_the_rest_is_copied(tiny, derived):
+def test_feed_forward_becomes_q4_0_attention_q8_0_and_the_rest_is_copied(tiny, derived):
     base, ours = read_tensors(tiny), read_tensors(derived.path)
     assert list(ours) == list(base)
     for name, (values, ggml_type) in base.items():
         if name.startswith("blk.") and values.ndim == 2:
-            assert ours[name][1] == Q4_0, name
+            assert ours[name][1] == (Q8_0 if ".attn_" in name else Q4_0), name
         else:  # embeddings, output, norms, biases: the base's own bytes
             assert ours[name][1] == ggml_type
             np.testing.assert_array_equal(ours[name][0], values)
@@ -70,7 +70,7 @@ def test_block_weights_become_q4_0_and_the_rest_is_copied(tiny, derived):
     assert meta["logwarden.derived.adapter"] == "tiny-adapter" and meta["logwarden.derived.recipe"] == gguf_derive.RECIPE
 
 
-def test_merged_weights_are_the_base_plus_peft_update_within_q4_0_rounding(tiny, adapter, derived):
+def test_merged_weights_are_the_base_plus_peft_update_within_the_rounding(tiny, adapter, derived):
     config = json.loads((adapter / "adapter_config.json").read_text())
     lora = read_safetensors(adapter / "adapter_model.safetensors")
     base_tensors, merged_tensors = read_tensors(tiny), read_tensors(derived.path)
@@ -81,9 +81,11 @@ def test_merged_weights_are_the_base_plus_peft_update_within_q4_0_rounding(tiny,
             alpha = config["alpha_pattern"].get(module.split(".")[-1], config["lora_alpha"])
             base = base_tensors[f"blk.{layer}.{name}.weight"][0]
             want = base + alpha / a.shape[0] * (b @ a)  # peft: W + alpha / r · B A, (out, in) rows
-            merged = merged_tensors[f"blk.{layer}.{name}.weight"][0]
-            # Q4_0 rounds each block of 32 to multiples of d = amax / 8: no value moves further
-            bound = np.repeat(np.abs(want.reshape(-1, 32)).max(axis=1) / 8, 32).reshape(want.shape)
+            merged, ggml_type = merged_tensors[f"blk.{layer}.{name}.weight"]
+            # Q4_0 rounds each block of 32 to multiples of d = amax / 8 (Q8_0: amax / 127): no value
+            # moves further
+            steps = 8 if ggml_type == Q4_0 else 127
+            bound = np.repeat(np.abs(want.reshape(-1, 32)).max(axis=1) / steps, 32).reshape(want.shape)
             assert np.all(np.abs(merged - want) <= bound * 1.001 + 1e-6), (layer, name)
             assert np.abs(base - want).max() > 3 * bound.max()  # an unmerged weight would fail the check
 

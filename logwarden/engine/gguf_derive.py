@@ -1,13 +1,14 @@
-"""A GGUF derived for llama.cpp's fast CPU kernels: the block weights requantized to Q4_0, with a
-peft LoRA adapter merged into them first.
+"""A GGUF derived for llama.cpp's fast CPU kernels: the feed-forward weights requantized to Q4_0
+(the attention projections to Q8_0), with a peft LoRA adapter merged into them first.
 
 Why: the embedded "Q4_K_M" GGUF is mostly Q5_0 and Q8_0 (its 896-wide tensors made llama-quantize
 fall back from the K-quants), which llama.cpp's AVX2 repacked GEMM does not cover; Q4_0 it does,
 and prefill is what this project's runs spend their time on (docs/ENGINE.md has the figures).
 A merged adapter also costs nothing per token, where a runtime LoRA adds two matmuls per layer.
 
-Owns: the recipe — every 2-D weight inside a block (attention and feed-forward matrices) becomes
-Q4_0; a weight outside the blocks that the adapter changes becomes Q8_0; everything else is copied
+Owns: the recipe — the feed-forward matrices of every block become Q4_0, its attention projections
+Q8_0 (4-bit ones shifted risk levels; `_Q8_0_IN_BLOCKS`); a weight outside the blocks that the
+adapter changes becomes Q8_0; everything else is copied
 byte for byte (token_embd is a row lookup, not a GEMM; output, norms and biases keep their
 precision); merging (W + scale · B @ A on the dequantized fp32 rows, what peft's merge computes);
 writing (GGUFWriter, the base's metadata copied with its types, `general.file_type` MOSTLY_Q4_0,
@@ -35,8 +36,12 @@ from logwarden.engine.gguf_meta import Header, TensorEntry, read_header
 from logwarden.errors import ModelError
 
 # Names what `derive` writes: change it whenever the bytes it would write change (the cache key).
-RECIPE = "q4_0-merged-1"
+RECIPE = "q4_0-merged-2"
 _Q4_0, _Q8_0 = 2, 8  # ggml type ids
+# Attention projections stay at 8 bits: all-Q4_0 weights moved the top risk level (high → medium)
+# on 4 of 40 held-out prompts against the shipped model + LoRA, these at Q8_0 on 2 (all at Q8_0:
+# 0), at no prefill cost that could be measured — they are ~12% of a block (docs/ENGINE.md).
+_Q8_0_IN_BLOCKS = ("attn_q", "attn_k", "attn_v", "attn_output")
 _BLOCK = 32  # Q4_0 and Q8_0 quantize rows in blocks of 32 values
 
 
@@ -149,11 +154,12 @@ def _updates(adapter: Path, header: Header) -> dict[str, LoraUpdate]:
 
 
 def _target_type(t: TensorEntry, adapted: bool) -> int:
-    """Q4_0 for the block matrices (the GEMMs of prefill); Q8_0 for another weight the adapter
-    changes; otherwise the base's own type, untouched."""
+    """Q4_0 for the feed-forward matrices (~88% of a block's weights: the GEMMs prefill spends its
+    time in), Q8_0 for the attention projections and for another weight the adapter changes;
+    otherwise the base's own type, untouched."""
     matrix = len(t.dims) == 2 and t.dims[0] % _BLOCK == 0
     if matrix and t.name.startswith("blk."):
-        return _Q4_0
+        return _Q8_0 if t.name.split(".")[2] in _Q8_0_IN_BLOCKS else _Q4_0
     if adapted:
         if not matrix:
             raise ModelError(f"The adapter changes {t.name} {t.shape}, which cannot be requantized; "

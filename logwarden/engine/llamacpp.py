@@ -1,5 +1,5 @@
 """`LlamaCppEngine`: the `Engine` interface on llama.cpp in this process (the `xllamacpp` wheel:
-llama.cpp's own server library, called directly — no HTTP, no child process).
+llama.cpp's own server library, called directly — requests never go over HTTP, no child process).
 
 Owns: the llama.cpp context (a GGUF, an optional GGUF LoRA, `slots` parallel sequences with
 continuous batching, flash attention, the slots' prompt cache that keeps the shared system
