@@ -8,15 +8,16 @@ the first attack prompt of files spread over the held-out list, and benign promp
 without an attack line) from the files in turn.
 
   derive  the first-use cost: derive into an empty cache folder (twice with --twice: same sha256?)
-  speed   the first `--n` prompts, one slot, each engine in turn for `--rounds` rounds (A B, B A…):
-          prompt tokens/s (uncached prompt tokens ÷ time to first token, the system prefix
-          restored as in real runs) and decode tokens/s (llama.cpp's own), ratio derived ÷ shipped
+  speed   `--n` prompts, both engines loaded (one slot each), every prompt on one and then the
+          other (order alternating), each prompt once: prompt tokens/s (uncached prompt
+          tokens ÷ time to first token, the system prefix restored as in real runs) and decode
+          tokens/s (llama.cpp's own); ratio derived ÷ shipped, pooled and the median of the pairs
   agree   `--n` prompts (half attack, half benign) through both, 4 slots, greedy, schema on: the
           verdict (a finding or not, the top risk level) agrees on how many; false positives (a
           finding on a benign prompt) of each, and the derived model's new ones
 
     python bench/q4_derived.py derive --twice       # ~1 min
-    python bench/q4_derived.py speed --n 6          # ~3-5 min on 2 shared cores
+    python bench/q4_derived.py speed --n 16         # ~8-12 min on 2 shared cores
     python bench/q4_derived.py agree --n 40         # ~10-15 min
 
 Timings move with the machine's load (printed with them); ratios compare this run only.
@@ -148,32 +149,39 @@ def run_derive(args) -> None:
 # ---- speed ------------------------------------------------------------------------------------
 
 def run_speed(args) -> None:
+    """Both engines loaded side by side; each prompt runs on one and then the other (the order
+    alternating), so every pair of figures shares the machine's load of that moment."""
+    from logwarden.engine.embedded import PACKS, ensure_gguf
     from logwarden.engine.gguf_meta import read_metadata
     from logwarden.engine.gguf_tokenizer import token_counter
-    from logwarden.engine.embedded import PACKS, ensure_gguf
 
     count = token_counter(read_metadata(ensure_gguf(PACKS["embedded"], _cache()))).count
-    prompts = held_out_prompts(max(args.n, 2), count)[: args.n]
+    prompts = held_out_prompts(args.n, count)  # each once: a prompt seen before is in llama.cpp's RAM cache
+    engines = {q: _engine(q, args.threads, 1) for q in QUANTS}
     rows = {q: [] for q in QUANTS}
-    for round_ in range(args.rounds):
-        for quant in QUANTS if round_ % 2 == 0 else QUANTS[::-1]:
-            engine = _engine(quant, args.threads, 1)
-            for prompt in prompts:
-                g = engine.generate([prompt.request], max_new_tokens=args.max_new_tokens)[0]
-                uncached = g.stats.prompt_tokens - g.stats.cached_prefix_tokens
-                rows[quant].append({"uncached": uncached, "ttft_s": g.stats.ttft_s, "decode": g.stats.tokens_per_s,
-                                    "new": g.stats.new_tokens, "load": os.getloadavg()[0]})
-            engine.close()
-            print(f"round {round_ + 1} {quant}: {_summary(rows[quant][-len(prompts):])}", flush=True)
+    for i, prompt in enumerate(prompts):
+        for quant in QUANTS if i % 2 == 0 else QUANTS[::-1]:
+            g = engines[quant].generate([prompt.request], max_new_tokens=args.max_new_tokens)[0]
+            uncached = g.stats.prompt_tokens - g.stats.cached_prefix_tokens
+            rows[quant].append({"uncached": uncached, "ttft_s": g.stats.ttft_s, "decode": g.stats.tokens_per_s,
+                                "new": g.stats.new_tokens, "load": os.getloadavg()[0]})
+        if (i + 1) % 6 == 0:
+            print(f"{i + 1} prompts: " + "; ".join(f"{q} {_summary(rows[q][-6:])}" for q in QUANTS), flush=True)
+    for engine in engines.values():
+        engine.close()
+    print(json.dumps(rows), file=sys.stderr)
     base, ours = (_rates(rows[q]) for q in QUANTS)
-    print(json.dumps({q: _rates(rows[q]) for q in QUANTS}), file=sys.stderr)
+    pairs = list(zip(*rows.values(), strict=True))
+    prefill_ratios = [(b["uncached"] / b["ttft_s"]) / (a["uncached"] / a["ttft_s"]) for a, b in pairs]
+    decode_ratios = [b["decode"] / a["decode"] for a, b in pairs if a["new"] > 1 and b["new"] > 1]
     print(f"\nprompt tokens/s: q4_k_m+LoRA {base['prefill']:.1f}, q4_0 merged {ours['prefill']:.1f} -> "
-          f"{ours['prefill'] / base['prefill']:.2f}x")
+          f"{ours['prefill'] / base['prefill']:.2f}x pooled, {statistics.median(prefill_ratios):.2f}x median of "
+          f"{len(prefill_ratios)} pairs ({min(prefill_ratios):.2f}-{max(prefill_ratios):.2f})")
     print(f"decode tokens/s: q4_k_m+LoRA {base['decode']:.1f}, q4_0 merged {ours['decode']:.1f} -> "
-          f"{ours['decode'] / base['decode']:.2f}x")
+          f"{ours['decode'] / base['decode']:.2f}x, {statistics.median(decode_ratios):.2f}x median of pairs")
+    loads = [r["load"] for v in rows.values() for r in v]
     print(f"{len(prompts)} prompts, {statistics.mean(r['uncached'] for r in rows['q4_0']):.0f} uncached tokens "
-          f"on average, {args.rounds} rounds, threads {args.threads or 'default'}, "
-          f"load {min(r['load'] for v in rows.values() for r in v):.1f}-{max(r['load'] for v in rows.values() for r in v):.1f}")
+          f"on average, threads {args.threads or 'default'}, load {min(loads):.1f}-{max(loads):.1f}")
 
 
 def _rates(rows: list[dict]) -> dict:
@@ -238,14 +246,13 @@ def _agreement(prompts: list[Prompt], answers: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("derive", "speed", "agree"))
-    parser.add_argument("--n", type=int, default=None, help="prompts (speed: 6, agree: 40)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--n", type=int, default=None, help="prompts (speed: 16, agree: 40)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-new-tokens", type=int, default=320, help="the pipeline's budget")
     parser.add_argument("--twice", action="store_true", help="derive: twice, comparing the sha256")
     parser.add_argument("--out", default=None, help="agree: write every answer and verdict here (JSON)")
     args = parser.parse_args()
-    args.n = args.n or {"speed": 6, "agree": 40}.get(args.what)
+    args.n = args.n or {"speed": 16, "agree": 40}.get(args.what)
     {"derive": run_derive, "speed": run_speed, "agree": run_agree}[args.what](args)
 
 
