@@ -56,10 +56,14 @@ def open_engine(options: EngineOptions) -> Engine:
     if options.backend == "local":
         from logwarden.engine.load import load_engine
 
-        adapter = resolve_adapter(options.model, options.adapter)
-        return load_engine(engine=options.engine, model=options.model, adapter=adapter, quant=options.quant,
-                           threads=options.threads, max_batch=options.max_batch,
-                           cache_dir=get_settings().model_cache)
+        engine = load_engine(engine=options.engine, model=options.model, adapter=resolve_adapter(options.model, options.adapter),
+                             quant=options.quant, threads=options.threads, max_batch=options.max_batch,
+                             cache_dir=get_settings().model_cache)
+        if hasattr(engine, "warm_prefix"):  # llama.cpp: the system prefix's KV from disk, not prefilled per process
+            from logwarden.prompts import USER_LEAD, system_prompt  # noqa: I001
+
+            engine.warm_prefix(system_prompt(), USER_LEAD)
+        return engine
     if options.backend == "openai":
         return _open_openai(options)
     raise ConfigError(f"unknown backend {options.backend!r}; choose one of {', '.join(BACKENDS)}")

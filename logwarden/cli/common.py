@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from logwarden.app.backends import BACKENDS, EngineOptions
 from logwarden.app.config import get_settings
-from logwarden.engine.load import ENGINES, QUANTS
+from logwarden.engine.load import ENGINE_QUANTS, ENGINES
 from logwarden.errors import InputError, LogwardenError
 
 err_console = Console(stderr=True)
@@ -81,10 +81,10 @@ def engine_options(func: Callable) -> Callable:
         click.option("--model", default=None, help="embedded | embedded-1.5b | HF id in the local cache | folder | .gguf "
                      "(openai backend: the served model name). Default: embedded."),
         click.option("--adapter", default=None, help="PEFT LoRA adapter folder, or 'none' to disable the default adapter."),
-        click.option("--quant", type=click.Choice(QUANTS), default=None,
-                     help="transformers weights precision: auto = nf4 on CUDA, fp32 on CPU (a GGUF on llama.cpp keeps "
-                          "its own; another value than auto picks transformers under --engine auto). Default: "
-                          "settings, auto."),
+        click.option("--quant", type=click.Choice(ENGINE_QUANTS), default=None,
+                     help="weights: auto = llama.cpp: the derived Q4_0 (adapter merged) for embedded, a GGUF as shipped "
+                          "otherwise; transformers: nf4 on CUDA, fp32 on CPU. q4_0 / q4_k_m (the GGUF as shipped + "
+                          "the adapter at run time) pick llama.cpp, the others transformers (default: settings, auto)."),
         click.option("--threads", type=int, default=None,
                      help="CPU threads for llama.cpp or torch (default: settings, else the engine's)."),
         click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),

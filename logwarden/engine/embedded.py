@@ -94,12 +94,12 @@ def verify_slices(pack: EmbeddedPack, files: list[Path]) -> None:
     size = sum(f.stat().st_size for f in files)
     if size != pack.size:
         raise ModelError(_corrupt_message(pack, f"size {size:,} bytes, expected {pack.size:,}"))
-    digest = _sha256_of(files)
+    digest = sha256_of(files)
     if digest != pack.sha256:
         raise ModelError(_corrupt_message(pack, f"sha256 {digest}, expected {pack.sha256}"))
 
 
-def _sha256_of(files: list[Path]) -> str:
+def sha256_of(files: list[Path]) -> str:
     h = hashlib.sha256()
     for chunk in _chunks(files):
         h.update(chunk)
@@ -128,7 +128,7 @@ def ensure_gguf(pack: EmbeddedPack, cache_dir: Path) -> Path:
     files = slice_files(pack)
     verify_slices(pack, files)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(cache_dir / f".{pack.stem}.lock"):
+    with locked(cache_dir / f".{pack.stem}.lock"):
         if not _gguf_verified(target, pack):  # another process may have built it while we waited
             _assemble_atomically(pack, files, target)
     return target
@@ -138,7 +138,7 @@ def _gguf_verified(target: Path, pack: EmbeddedPack) -> bool:
     """A cached file whose bytes no longer match is never loaded: it is re-assembled."""
     if not target.is_file() or target.stat().st_size != pack.size:
         return False
-    if _sha256_of([target]) != pack.sha256:
+    if sha256_of([target]) != pack.sha256:
         _say(f"logwarden: the cached model {target} does not match its sha256; re-assembling it.")
         return False
     return True
@@ -161,7 +161,7 @@ def ensure_converted(pack: EmbeddedPack, cache_dir: Path) -> Path:
     folder = cache_dir / pack.stem
     if _is_complete(folder, pack):
         return folder
-    with _locked(cache_dir / f".{pack.stem}.lock"):
+    with locked(cache_dir / f".{pack.stem}.lock"):
         if not _is_complete(folder, pack):  # another process may have built it while we waited
             _convert(pack, gguf, cache_dir, folder)
     return folder
@@ -175,7 +175,7 @@ def _is_complete(folder: Path, pack: EmbeddedPack) -> bool:
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
     with lock_path.open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:

@@ -6,7 +6,9 @@ package (general.type=adapter, adapter.type=lora, adapter.lora.alpha; per linear
 `<gguf tensor>.lora_a` = A (r × in) and `.lora_b` = B (out × r)), but without torch: the
 safetensors are read with numpy (bf16 widened to fp32). llama.cpp scales each layer by alpha / r
 with r read from the tensor; peft's per-layer `alpha_pattern` and rsLoRA (alpha / √r) are folded
-into B so the product is the one peft computes. The cache file appears atomically.
+into B so the product is the one peft computes. The cache file appears atomically. The same
+per-layer updates (`lora_updates`: GGUF tensor name, A, B, peft's scale) are what
+`gguf_derive.py` merges into the weights.
 Does not know: llama.cpp, engines, settings (the cache folder comes in as an argument).
 """
 
@@ -47,6 +49,7 @@ class LoraConfig:
 
 
 def adapter_sha256(adapter_dir: Path) -> str:
+    _check_files(adapter_dir)
     h = hashlib.sha256()
     for name in ADAPTER_FILES:
         h.update(name.encode())
@@ -74,28 +77,58 @@ def convert(adapter_dir: Path, out: Path, *, arch: str, block_count: int) -> Non
     import gguf
 
     config = read_config(adapter_dir)
-    if arch not in SUPPORTED_ARCHS:
-        raise ModelError(f"Converting a peft adapter for a {arch!r} GGUF is not supported (supported: "
-                         f"{', '.join(SUPPORTED_ARCHS)}). Fix: use --engine transformers for this model.")
-    names = gguf.get_tensor_name_map(_model_arch(arch), block_count)
+    updates = lora_updates(adapter_dir, arch=arch, block_count=block_count)
     writer = gguf.GGUFWriter(out, arch=arch)
     writer.add_type(gguf.GGUFType.ADAPTER)
     writer.add_string(gguf.Keys.Adapter.TYPE, "lora")
     writer.add_float32(gguf.Keys.Adapter.LORA_ALPHA, config.alpha)
+    for update in updates:
+        # llama.cpp multiplies by alpha / rank; make that peft's own scale for this layer
+        fix = update.scale / (config.alpha / update.rank)
+        writer.add_tensor(f"{update.target}.lora_a", update.a)
+        writer.add_tensor(f"{update.target}.lora_b", update.b if fix == 1.0 else (update.b * fix).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+@dataclass(frozen=True, slots=True)
+class LoraUpdate:
+    """One adapted weight: its GGUF tensor name and peft's update scale · B @ A."""
+
+    target: str  # e.g. blk.0.attn_q.weight
+    a: np.ndarray  # (r, in)
+    b: np.ndarray  # (out, r)
+    scale: float
+
+    @property
+    def rank(self) -> int:
+        return self.a.shape[0]
+
+    def delta(self) -> np.ndarray:
+        """(out, in) fp32, the layout GGUF stores a weight in (rows = outputs)."""
+        return np.float32(self.scale) * (self.b @ self.a)
+
+
+def lora_updates(adapter_dir: Path, *, arch: str, block_count: int) -> list[LoraUpdate]:
+    """Every layer of the adapter, named as in a `arch` GGUF with `block_count` blocks."""
+    import gguf
+
+    _check_files(adapter_dir)
+    config = read_config(adapter_dir)
+    if arch not in SUPPORTED_ARCHS:
+        raise ModelError(f"Converting a peft adapter for a {arch!r} GGUF is not supported (supported: "
+                         f"{', '.join(SUPPORTED_ARCHS)}). Fix: use --engine transformers for this model.")
+    names = gguf.get_tensor_name_map(_model_arch(arch), block_count)
+    updates = []
     for name, a, b in lora_pairs(adapter_dir):
         target = names.get_name(name, try_suffixes=(".weight",))
         if target is None:
             raise ModelError(f"Adapter layer {name} has no counterpart in a {arch} GGUF; this adapter was "
                              f"trained for another model.")
-        rank = a.shape[0]
-        # llama.cpp multiplies by alpha / rank; make that peft's own scale for this layer
-        fix = config.scaling(name, rank) / (config.alpha / rank)
-        writer.add_tensor(f"{target}.lora_a", a)
-        writer.add_tensor(f"{target}.lora_b", b if fix == 1.0 else (b * fix).astype(np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+        updates.append(LoraUpdate(target, a, b, config.scaling(name, a.shape[0])))
+    return updates
 
 
 def read_config(adapter_dir: Path) -> LoraConfig:

@@ -1,16 +1,20 @@
 """`LlamaCppEngine`: the `Engine` interface on llama.cpp in this process (the `xllamacpp` wheel:
-llama.cpp's own server library, called directly — no HTTP, no child process).
+llama.cpp's own server library, called directly — requests never go over HTTP, no child process).
 
-Owns: the llama.cpp context (GGUF weights as shipped, an optional GGUF LoRA, `slots` parallel
-sequences with continuous batching, flash attention, the slots' prompt cache that keeps the shared
-system prefix's KV, a small RAM prompt cache), turning `Request`s into chat-completion tasks
-(grammar from the request's own schema or the call's, sampling), running a batch as concurrent
-tasks, streaming one answer piece by piece, stats from llama.cpp's own timings, and turning
-llama.cpp's failures into `ModelError`s (load, grammar) or failed `Generation`s (one bad request).
+Owns: the llama.cpp context (a GGUF, an optional GGUF LoRA, `slots` parallel sequences with
+continuous batching, flash attention, the slots' prompt cache that keeps the shared system
+prefix's KV, a small RAM prompt cache), warming every slot with that prefix's KV (`warm_prefix`:
+restored from the state file an earlier process saved, or prefilled once and saved —
+`llamacpp_prefix.py`), turning `Request`s into chat-completion tasks (grammar from the request's
+own schema or the call's, sampling), running a batch as concurrent tasks, streaming one answer
+piece by piece, stats from llama.cpp's own timings, and turning llama.cpp's failures into
+`ModelError`s (load, grammar) or failed `Generation`s (one bad request).
 
 `xllamacpp.Server` always opens llama-server's HTTP listener as well; it is bound to a unix socket
-in a private 0700 temp folder (nothing on the network) and never used.
-Does not know: logs, prompts' content, where the GGUF came from (`load.py`), peft (`gguf_lora.py`).
+in a private 0700 temp folder (nothing on the network); only the slot save/restore actions, which
+the Python API lacks, go through it.
+Does not know: logs, prompts' content (the caller passes the prefix to warm), where the GGUF came
+from (`load.py`), peft (`gguf_lora.py`, `gguf_derive.py`).
 """
 
 from __future__ import annotations
@@ -43,8 +47,10 @@ import llguidance  # noqa: E402
 import xllamacpp  # noqa: E402
 
 from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
+from logwarden.engine.embedded import sha256_of  # noqa: E402
 from logwarden.engine.gguf_meta import read_metadata  # noqa: E402
 from logwarden.engine.gguf_tokenizer import token_counter  # noqa: E402
+from logwarden.engine.llamacpp_prefix import PrefixKey, SlotStates, text_sha256  # noqa: E402
 from logwarden.errors import ModelError  # noqa: E402
 
 # llguidance (llama.cpp's grammar engine here) lets JSON whitespace vary by default; a small model
@@ -65,6 +71,7 @@ class LlamaCppConfig:
     ctx_per_slot: int = 4096  # prompt + answer tokens one sequence may hold (digests reach ~2k tokens)
     flash_attn: bool = True
     prompt_cache_mib: int = 256  # RAM for saved slot states (a prefix another slot had)
+    prefix_state_dir: Path | None = None  # where warm_prefix keeps prefix KV files; None = this process only
 
 
 @dataclass(slots=True)
@@ -101,19 +108,24 @@ class _Outcome:
 
 class LlamaCppEngine:
     def __init__(self, config: LlamaCppConfig, *, model_name: str = "custom", sha256: str | None = None,
-                 adapter_name: str | None = None):
+                 adapter_name: str | None = None, adapter_merged: bool = False):
+        """`sha256`: the GGUF's, when the caller has checked it (else hashed when a prefix state
+        needs it); `adapter_merged`: the adapter `adapter_name` is in the weights, not a LoRA."""
         self.config = config
         self.model_name = model_name
         self.adapter_name = adapter_name
+        self.adapter_merged = adapter_merged
         self.sha256 = sha256
         self.max_batch = config.slots
+        self.prefix_state: dict[str, Any] | None = None  # what warm_prefix did
         self.metadata = read_metadata(config.gguf)
         self._tokens = token_counter(self.metadata)
         self._grammars: dict[str, str] = {}
         self._inflight: set[threading.Event] = set()  # one per running generate/stream: cancel() sets them
         self._socket_dir = Path(tempfile.mkdtemp(prefix="logwarden-llama-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._socket_dir, True)
-        self._params = _params(config, self._socket_dir / "llama.sock")
+        self._states = SlotStates(config.prefix_state_dir or self._socket_dir, self._socket_dir / "llama.sock")
+        self._params = _params(config, self._socket_dir / "llama.sock", self._states.folder)
         self._server = _start(self._params, config)
 
     # ---- Engine interface -------------------------------------------------------------------
@@ -162,6 +174,24 @@ class LlamaCppEngine:
     def count_tokens(self, text: str) -> int:
         return self._tokens.count(text)
 
+    def warm_prefix(self, system: str, user_lead: str = "") -> dict[str, Any]:
+        """Give every slot the KV of a chat prompt that starts with the system message `system` and a
+        user message starting with `user_lead` (what all the caller's prompts share): restored
+        from its state file when one matches, else prefilled once in slot 0, saved for the next
+        process, and restored into the other slots. Requests then prefill only what follows."""
+        began = time.perf_counter()
+        key = self._prefix_key(system, user_lead)
+        tokens = self._states.restore(key, range(self.config.slots))
+        state = "prefilled" if tokens is None else "restored"
+        self._prefill_prefix(system, user_lead)  # after a restore: one token
+        if tokens is None:
+            tokens = self._states.save(key, 0)
+            if tokens and self.config.slots > 1 and self._states.restore(key, range(1, self.config.slots)) is None:
+                tokens = None  # slot 0 has the prefix; the others will compute it themselves
+        self.prefix_state = {"state": state, "tokens": tokens, "seconds": round(time.perf_counter() - began, 3),
+                             "file": str(self._states.folder) if self.config.prefix_state_dir else None}
+        return self.prefix_state
+
     def describe(self) -> dict[str, Any]:
         return {
             "engine": "llamacpp", "model": self.model_name, "path": str(self.config.gguf), "sha256": self.sha256,
@@ -170,6 +200,7 @@ class LlamaCppEngine:
             "threads": self._params.cpuparams.n_threads, "slots": self.config.slots,
             "ctx_per_slot": self.config.ctx_per_slot, "max_batch": self.max_batch, "prefix_reuse": True,
             "adapter": self.adapter_name, "adapter_gguf": str(self.config.lora) if self.config.lora else None,
+            "adapter_merged": self.adapter_merged, "prefix_state": self.prefix_state,
             "tokenizer": self._tokens.kind, "tokenizer_exact": self._tokens.exact,
             "llama_cpp": f"xllamacpp {xllamacpp.__version__}",
         }
@@ -188,6 +219,28 @@ class LlamaCppEngine:
             return gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_").removeprefix("ALL_")
         except ValueError:
             return f"gguf file type {file_type}"
+
+    # ---- the shared prefix -----------------------------------------------------------------
+
+    def _prefix_key(self, system: str, user_lead: str) -> PrefixKey:
+        if self.sha256 is None:  # a GGUF nobody checked: its bytes are its identity
+            self.sha256 = sha256_of([self.config.gguf])
+        return PrefixKey(model_sha256=self.sha256,
+                         lora_sha256=sha256_of([self.config.lora]) if self.config.lora else None,
+                         prefix_sha256=text_sha256(system, user_lead), slots=self.config.slots,
+                         ctx_per_slot=self.config.ctx_per_slot,
+                         flash_attn=self.config.flash_attn, llama_cpp=f"xllamacpp {xllamacpp.__version__}")
+
+    def _prefill_prefix(self, system: str, user_lead: str) -> None:
+        """The prefix's prompt through slot 0, computing what the slot lacks (all of it, or one token
+        after a restore), under a grammar: llama.cpp's grammar engine builds its token tables on
+        first use (~0.7 s here), which would otherwise land on the first request's TTFT."""
+        body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user_lead}],
+                "max_tokens": 1, "stream": True, "cache_prompt": True, "id_slot": 0,
+                "grammar": self._grammar({"type": "object"}), **sampling_fields(Sampling())}
+        outcome = self._run(body)
+        if outcome.error is not None:
+            raise ModelError(f"llama.cpp could not prefill the shared prompt prefix: {outcome.error}")
 
     # ---- requests ---------------------------------------------------------------------------
 
@@ -293,7 +346,7 @@ def sampling_fields(sampling: Sampling) -> dict[str, Any]:
     return fields
 
 
-def _params(config: LlamaCppConfig, socket: Path) -> Any:
+def _params(config: LlamaCppConfig, socket: Path, states: Path) -> Any:
     if config.slots < 1 or config.ctx_per_slot < 64:
         raise ModelError(f"llama.cpp needs slots ≥ 1 and ctx_per_slot ≥ 64 (got {config.slots}, "
                          f"{config.ctx_per_slot}).")
@@ -312,6 +365,7 @@ def _params(config: LlamaCppConfig, socket: Path) -> Any:
     p.cache_ram_mib = config.prompt_cache_mib
     p.reasoning_format = xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_NONE
     p.hostnames = [str(socket)]
+    p.slot_save_path = f"{states}{os.sep}"  # llama.cpp appends the file name to it as a string
     p.n_threads_http = 1
     p.verbosity = 1  # errors and warnings only
     return p

@@ -4,9 +4,11 @@ threads, device, attention.
 Owns: which engine runs a model (`choose_engine`: llama.cpp for GGUF models on CPU, transformers
 on CUDA, for non-GGUF weights and whenever a transformers-only option is asked for); turning a
 spec (`embedded`, `embedded-1.5b`, a local folder, a `.gguf` file, a Hugging Face id already in
-the local cache) into what that engine loads — for llama.cpp the verified GGUF itself and the
-adapter converted to a GGUF LoRA, for transformers weights on a device in the requested precision
-with an optional peft adapter (a path the caller resolved; None = the plain model). Everything is offline; a missing model raises `ModelError` saying
+the local cache) into what that engine loads — for llama.cpp either the derived Q4_0 GGUF with
+the adapter merged (`q4_0`, `gguf_derive.py`) or the verified GGUF as shipped with the adapter
+converted to a GGUF LoRA (`q4_k_m`), and the folder its prefix KV states live in; for
+transformers weights on a device in the requested precision with an optional peft adapter (adapters
+are paths the caller resolved; None = the plain model). Everything is offline; a missing model raises `ModelError` saying
 how to get it. torch is imported only on the transformers path. Does not know: generation,
 prompts, logs.
 """
@@ -30,8 +32,17 @@ if TYPE_CHECKING:
     from logwarden.engine.local import LocalEngine
 
 QUANTS = ("auto", "none", "fp32", "bf16", "fp16", "int8", "nf4")
+# llama.cpp's weights: q4_0 = derived from the GGUF (block weights Q4_0, the adapter merged);
+# q4_k_m = the GGUF as shipped (the embedded files are Q4_K_M) with the adapter applied at run time
+LLAMACPP_QUANTS = ("q4_0", "q4_k_m")
+# `auto` on llama.cpp: the derived Q4_0 where the shipped file's types miss llama.cpp's repacked
+# CPU kernels — the 0.5B's 896-wide tensors made llama-quantize fall back to Q5_0/Q8_0 (prefill
+# ~1.5x faster as Q4_0, docs/ENGINE.md); other GGUFs (the 1.5B's real K-quants, yours) as shipped.
+DERIVED_BY_DEFAULT = ("embedded",)
+ENGINE_QUANTS = (*QUANTS, *LLAMACPP_QUANTS)  # every `--quant` of analyze, watch, triage, eval
 ENGINES = ("auto", "transformers", "llamacpp")
 LLAMACPP_SLOTS = 4  # parallel sequences on CPU (docs/ENGINE.md: measured against 1, 2 and 8)
+PREFIX_STATES = "prefix-kv"  # under the model cache: the system prefix's KV, one file per model+adapter+prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,13 +225,16 @@ def is_gguf_spec(model: str) -> bool:
 
 
 def choose_engine(engine: str, *, model: str, quant: str = "auto", device: str | None = None) -> str:
-    """`auto` = llama.cpp for a GGUF model on the CPU; transformers for other weights, on CUDA, and
-    when a transformers-only option (`--quant`) is asked for."""
+    """`auto` = llama.cpp for a GGUF model on the CPU (and whenever a llama.cpp `--quant` is asked
+    for); transformers for other weights, on CUDA, and when a transformers-only `--quant` is."""
     if engine not in ENGINES:
         raise ConfigError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}.")
-    if engine == "llamacpp":
+    if engine == "llamacpp" or (engine == "auto" and quant in LLAMACPP_QUANTS):
         _check_llamacpp_options(model, quant, device)
-        return engine
+        return "llamacpp"
+    if quant in LLAMACPP_QUANTS:
+        raise ConfigError(f"--quant {quant} chooses the GGUF weights llama.cpp runs; the transformers engine "
+                          f"takes {', '.join(QUANTS)}. Fix: use --engine llamacpp (or auto), or another --quant.")
     if engine == "transformers":
         return engine
     transformers_only = not is_gguf_spec(model) or quant != "auto" or (device or "cpu") != "cpu"
@@ -231,9 +245,9 @@ def _check_llamacpp_options(model: str, quant: str, device: str | None) -> None:
     if not is_gguf_spec(model):
         raise ConfigError(f"--engine llamacpp runs GGUF models (--model embedded, embedded-1.5b or a .gguf file), "
                           f"not {model!r}. Fix: give a .gguf file or use --engine transformers.")
-    if quant != "auto":
-        raise ConfigError(f"--quant {quant} is a transformers option; a GGUF keeps its own quantization. "
-                          f"Fix: drop --quant, or use --engine transformers.")
+    if quant not in ("auto", *LLAMACPP_QUANTS):
+        raise ConfigError(f"--quant {quant} is a transformers option; llama.cpp takes auto, "
+                          f"{', '.join(LLAMACPP_QUANTS)}. Fix: drop --quant, or use --engine transformers.")
     if (device or "cpu") != "cpu":
         raise ConfigError(f"--engine llamacpp runs on the CPU here, not on {device}. Fix: use --engine transformers.")
 
@@ -256,7 +270,7 @@ def load_engine(*, engine: str = "auto", model: str = "embedded", adapter: str |
                 decoder: str | None = None) -> LocalEngine | LlamaCppEngine:
     """The engine `choose_engine` picks, loaded. `slots` (llama.cpp) None = min(max_batch, 4)."""
     if choose_engine(engine, model=model, quant=quant, device=device) == "llamacpp":
-        return load_llamacpp(model=model, adapter=adapter, threads=threads, cache_dir=cache_dir,
+        return load_llamacpp(model=model, adapter=adapter, quant=quant, threads=threads, cache_dir=cache_dir,
                              slots=slots or min(max_batch, LLAMACPP_SLOTS))
     return load_transformers(model=model, adapter=adapter, quant=quant, threads=threads, device=device,
                              max_batch=max_batch, attn=attn, merge_adapter=merge_adapter, cache_dir=cache_dir,
@@ -272,23 +286,59 @@ def resolve_gguf(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
     return ModelSource(spec=spec, kind="embedded", path=file.parent, gguf_file=file.name, sha256=pack.sha256)
 
 
-def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, threads: int | None = None,
-                  slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 4096, cache_dir: Path | None = None) -> LlamaCppEngine:
-    from logwarden.engine.gguf_meta import read_metadata
+def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
+                  threads: int | None = None, slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 4096,
+                  cache_dir: Path | None = None) -> LlamaCppEngine:
+    """`quant` q4_0: the derived GGUF, the adapter in its weights (no LoRA at run time); q4_k_m: the
+    GGUF as shipped + the adapter as a GGUF LoRA; auto: `DERIVED_BY_DEFAULT` says which."""
     from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
 
     _check_threads(threads)
+    adapter_dir = Path(adapter).expanduser() if adapter else None
+    common = {"threads": threads, "slots": slots, "ctx_per_slot": ctx_per_slot,
+              "prefix_state_dir": cache_dir / PREFIX_STATES if cache_dir else None}
+    if llamacpp_weights(model, quant) == "q4_0":
+        derived = _derived_gguf(model, adapter_dir, _cache(cache_dir, "A derived Q4_0 model is written"))
+        return LlamaCppEngine(LlamaCppConfig(gguf=derived.path, **common), model_name=_name(model),
+                              sha256=derived.sha256, adapter_name=adapter, adapter_merged=adapter_dir is not None)
     source = resolve_gguf(model, cache_dir=cache_dir)
     gguf = source.path / source.gguf_file
-    lora = _gguf_lora(Path(adapter).expanduser(), read_metadata(gguf), cache_dir) if adapter else None
-    config = LlamaCppConfig(gguf=gguf, lora=lora, threads=threads, slots=slots, ctx_per_slot=ctx_per_slot)
-    return LlamaCppEngine(config, model_name=source.name, sha256=source.sha256,
-                          adapter_name=str(adapter) if adapter else None)
+    lora = _gguf_lora(adapter_dir, gguf, cache_dir) if adapter_dir else None
+    return LlamaCppEngine(LlamaCppConfig(gguf=gguf, lora=lora, **common), model_name=source.name,
+                          sha256=source.sha256, adapter_name=adapter)
 
 
-def _gguf_lora(adapter: Path, metadata: dict[str, Any], cache_dir: Path | None) -> Path:
+def llamacpp_weights(model: str, quant: str) -> str:
+    """q4_0 or q4_k_m for `--quant` (auto: the default for this model)."""
+    if quant in LLAMACPP_QUANTS:
+        return quant
+    return "q4_0" if model in DERIVED_BY_DEFAULT else "q4_k_m"
+
+
+def _derived_gguf(model: str, adapter: Path | None, cache_dir: Path):
+    """The derived file: from the cache without touching the base when it is there (the embedded
+    base's sha256 is pinned), else derived now from the verified base."""
+    from logwarden.engine.embedded import sha256_of
+    from logwarden.engine.gguf_derive import ensure_derived, find_derived
+
+    if model in PACKS:
+        pinned = PACKS[model].sha256
+        if found := find_derived(base_sha256=pinned, adapter=adapter, cache_dir=cache_dir):
+            return found
+    source = resolve_gguf(model, cache_dir=cache_dir)
+    base = source.path / source.gguf_file
+    return ensure_derived(base, base_sha256=source.sha256 or sha256_of([base]), adapter=adapter, cache_dir=cache_dir)
+
+
+def _name(model: str) -> str:
+    return model if model in PACKS else Path(model).name
+
+
+def _gguf_lora(adapter: Path, gguf: Path, cache_dir: Path | None) -> Path:
     from logwarden.engine.gguf_lora import ensure_gguf_lora
+    from logwarden.engine.gguf_meta import read_metadata
 
+    metadata = read_metadata(gguf)
     arch = metadata.get("general.architecture", "?")
     return ensure_gguf_lora(adapter, arch=arch, block_count=int(metadata.get(f"{arch}.block_count", 0)),
                             cache_dir=_cache(cache_dir, "A peft adapter for llama.cpp is converted to a GGUF LoRA"))

@@ -13,6 +13,7 @@ from importlib import resources
 PROMPT_VERSION = "analyze_v3"
 FENCE = "<<<LOG_DIGEST"
 FENCE_END = "LOG_DIGEST>>>"
+USER_LEAD = f"Untrusted log digest between the markers:\n{FENCE}\n"  # how every user prompt starts
 
 
 @lru_cache(maxsize=None)
@@ -26,7 +27,7 @@ def _defang(text: str) -> str:
 
 
 def user_prompt(digest_text: str) -> str:
-    return f"Untrusted log digest between the markers:\n{FENCE}\n{_defang(digest_text)}\n{FENCE_END}\nJSON:"
+    return f"{USER_LEAD}{_defang(digest_text)}\n{FENCE_END}\nJSON:"
 
 
 def triage_prompt(snippet: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _gguf_helpers import write_safetensors as _write_safetensors
 from _repo import REPO
 from click.testing import CliRunner
 
@@ -98,24 +99,6 @@ def test_unknown_vocabularies_are_estimated_and_say_so():
 
 
 # ---- peft → GGUF LoRA -------------------------------------------------------------------
-
-_DTYPES = {"F32": np.float32, "F16": np.float16}
-
-
-def _write_safetensors(path: Path, tensors: dict[str, np.ndarray], dtype: str) -> None:
-    """The safetensors layout written by hand, so bf16 (which numpy lacks) can be tested too."""
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        if dtype == "BF16":
-            blob = (array.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16).tobytes()
-        else:
-            blob = array.astype(_DTYPES[dtype]).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    raw = json.dumps(header).encode()
-    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"".join(blobs))
-
 
 def _adapter(tmp_path: Path, *, dtype: str = "F32", config: dict | None = None,
              layers=(0, 1), modules=("self_attn.q_proj", "mlp.down_proj"), rank: int = 4) -> Path:
@@ -252,7 +235,7 @@ def test_auto_prefers_transformers_when_cuda_is_there(monkeypatch):
 
 @pytest.mark.parametrize("model, quant, device, says", [
     ("/models/qwen-folder", "auto", None, "runs GGUF models"),
-    ("embedded", "nf4", None, "keeps its own quantization"),
+    ("embedded", "nf4", None, "is a transformers option"),
     ("embedded", "auto", "cuda", "runs on the CPU"),
 ])
 def test_llamacpp_refuses_what_it_cannot_do(model, quant, device, says):
@@ -336,12 +319,12 @@ def test_error_chunks_fail_the_task_and_grammar_errors_are_told_apart(message, g
 def test_assembled_gguf_is_verified_and_a_changed_copy_is_rebuilt(tmp_path, capsys):
     pack = PACKS["embedded"]
     path = embedded.ensure_gguf(pack, tmp_path)
-    assert path.stat().st_size == pack.size and embedded._sha256_of([path]) == pack.sha256
+    assert path.stat().st_size == pack.size and embedded.sha256_of([path]) == pack.sha256
     with path.open("r+b") as fh:  # bit rot, or a tampered cache
         fh.seek(pack.size // 2)
         byte = fh.read(1)
         fh.seek(pack.size // 2)
         fh.write(bytes([byte[0] ^ 0xFF]))
     assert embedded.ensure_gguf(pack, tmp_path) == path
-    assert embedded._sha256_of([path]) == pack.sha256 and "re-assembling" in capsys.readouterr().err
+    assert embedded.sha256_of([path]) == pack.sha256 and "re-assembling" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{pack.stem}.lock", path.name]

@@ -1,4 +1,5 @@
-"""The llama.cpp engine on the real embedded GGUF (+ the shipped adapter converted to a GGUF LoRA).
+"""The llama.cpp engine on the real embedded GGUF as shipped (`--quant q4_k_m`: + the shipped adapter
+converted to a GGUF LoRA). The derived Q4_0 default is tests/test_engine_derived_gguf.py's.
 
 Marked `model`: a few seconds to load, answers take 10-60 s each on 2 shared cores. Asserted:
 schema-valid finished answers (the call's schema and a request's own), streaming that yields
@@ -15,7 +16,7 @@ import pytest
 from _engine_helpers import SQLI_USER, SSHD_USER
 from _repo import REPO
 
-from logwarden.app.backends import resolve_adapter
+from logwarden.app.backends import SECURITY_V2
 from logwarden.app.config import get_settings
 from logwarden.engine.api import Request
 from logwarden.engine.embedded import PACKS
@@ -31,8 +32,9 @@ CATEGORY_ONLY = {"type": "object", "additionalProperties": False, "required": ["
 
 
 def _engine(**kw):
-    kw.setdefault("adapter", resolve_adapter("embedded", None))  # the shipped default, as the CLI resolves it
-    return load_engine(engine="llamacpp", model="embedded", threads=2, cache_dir=get_settings().model_cache, **kw)
+    kw.setdefault("adapter", str(SECURITY_V2))  # the engine's LoRA path is under test, not which adapter is default
+    return load_engine(engine="llamacpp", model="embedded", quant="q4_k_m", threads=2,
+                       cache_dir=get_settings().model_cache, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +202,7 @@ def test_converted_adapter_agrees_with_transformers_and_peft(engine):
     requests = _sample_logs_prompts(3, engine.count_tokens)
     schema = assessment_json_schema()
     ours = engine.generate(requests, schema=schema, max_new_tokens=320)
-    reference = load_engine(engine="transformers", model="embedded", adapter=resolve_adapter("embedded", None),
+    reference = load_engine(engine="transformers", model="embedded", adapter=str(SECURITY_V2),
                             threads=2, max_batch=3,
                             cache_dir=get_settings().model_cache)
     theirs = reference.generate(requests, schema=schema, max_new_tokens=320)

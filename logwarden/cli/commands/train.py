@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from logwarden.cli.common import QUANTS, err_console, handle_errors, json_option, print_json
+from logwarden.cli.common import err_console, handle_errors, json_option, print_json
+from logwarden.engine.load import QUANTS
 
 
 @click.command()
