@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, func, insert, inspect, or_, select, u
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.safetext import clean
 from logwarden.app.store import aggregates
 from logwarden.app.store.convert import (
     row_to_error,
@@ -37,9 +38,9 @@ from logwarden.app.store.convert import (
     row_to_window,
     utc_now,
 )
-from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, sqlite_file
+from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, parse_url, sqlite_file
 from logwarden.app.store.filters import sort_column, where
-from logwarden.app.store.migrations import current_version, migrate
+from logwarden.app.store.migrations import LATEST_VERSION, current_version, foreign_error, migrate, store_kind
 from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WatchedFolder, WindowResult
 from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
@@ -49,30 +50,72 @@ from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders")
 COMMAND_MAX = 200  # runs.command's width
+MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
 
-def open_store(url: str | None = None, *, readonly: bool = False) -> Store:
+def open_store(url: str | None = None, *, readonly: bool = False, current: bool = True) -> Store:
     """Open (creating folders and tables as needed) and migrate the database at `url`
-    (default: `Settings.db_url`). `readonly`: open an existing database as it is, writing nothing."""
+    (default: `Settings.db_url`). `readonly`: open an existing logwarden store as it is, writing
+    nothing — for the commands that only read; `current` (with it) also requires its schema to be
+    this logwarden's (`db info` shows an older one as it is). Another application's database is
+    refused either way, untouched (`StoreInputError`)."""
     if url is None:
         from logwarden.app.config import get_settings
         url = get_settings().db_url
-    store = Store(make_engine(url, readonly=readonly))
     if not readonly:
+        _refuse_foreign_file(url)
+    store = Store(make_engine(url, readonly=readonly))
+    if readonly:
+        store.check_readable(current=current)
+    else:
         store.migrate()
     return store
+
+
+def _refuse_foreign_file(url: str) -> None:
+    """An existing SQLite file is looked at read-only first: opening it for writing sets its
+    journal mode, which would already change another application's database."""
+    path = sqlite_file(parse_url(url)) if is_sqlite(parse_url(url)) else None
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    probe = Store(make_engine(url, readonly=True))
+    try:
+        with probe._read() as conn:
+            if store_kind(conn) == "foreign":
+                raise foreign_error(_shown_url(probe.engine.url), conn)
+    finally:
+        probe.close()
 
 
 class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.applied: list[int] = []  # schema versions the last `migrate` applied
         self._open_runs: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
+        """Apply the pending schema steps; returns (and remembers in `applied`) their versions."""
         with self._write() as conn:
-            return migrate(conn)
+            self.applied = migrate(conn, url=_shown_url(self.engine.url))
+        return self.applied
+
+    def check_readable(self, *, current: bool = True) -> None:
+        """Is this a logwarden store that can be read as it is? Else `StoreInputError` saying why."""
+        url = _shown_url(self.engine.url)
+        with self._read() as conn:
+            kind = store_kind(conn)
+            if kind == "foreign":
+                raise foreign_error(url, conn)
+            version = current_version(conn)
+        if kind == "empty":
+            raise StoreInputError(f"{url} holds no logwarden store yet: nothing to show. It is created by "
+                                  "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
+        if current and version < LATEST_VERSION:
+            raise StoreInputError(f"{url} is at schema version {version}, older than this logwarden's "
+                                  f"{LATEST_VERSION}; reading commands do not change it: run `logwarden db migrate` "
+                                  "(or any command that writes, e.g. analyze) first.")
 
     def close(self) -> None:
         self.engine.dispose()
@@ -97,7 +140,7 @@ class Store:
         run_id = uuid.uuid4().hex
         with self._write() as conn:
             _abort_stale_runs(conn)
-            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=command[:COMMAND_MAX],
+            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=clean(command[:COMMAND_MAX]),
                                             config=config, status="running", host=_HOST, pid=os.getpid()))
         if not self._open_runs:
             atexit.register(self._abort_open_runs)
@@ -196,6 +239,7 @@ class Store:
                       descending: bool = True, limit: int = 50, offset: int = 0) -> list[RiskRecord]:
         column = sort_column(order_by)
         direction = column.desc() if descending else column.asc()
+        limit, offset = min(limit, MAX_ROWS), min(offset, MAX_ROWS)  # SQL integers are 64-bit: --limit 1e30 is "all"
         # Tie-break on id so that pages never overlap or skip when sort values repeat.
         stmt = (select(Record.__table__).where(where(filters or RecordFilter()))
                 .order_by(direction, Record.id).limit(limit).offset(offset))
@@ -256,7 +300,7 @@ class Store:
             counts = {name: conn.scalar(select(func.count()).select_from(Base.metadata.tables[name]))
                       for name in TABLES if name in present}
             version = current_version(conn)
-        found: dict[str, Any] = {"url": url.render_as_string(hide_password=True), "dialect": url.get_backend_name(),
+        found: dict[str, Any] = {"url": _shown_url(url), "dialect": url.get_backend_name(),
                                  "schema_version": version, "tables": counts}
         path = sqlite_file(url) if is_sqlite(url) else None
         if path is not None:
