@@ -171,7 +171,8 @@ def _print_summary(m: RunMetrics) -> None:
                  ("ungrounded entities removed", f"{m.entities_ungrounded:,}/{m.entities_named:,}"
                   + (f" ({m.ungrounded_rate:.1%})" if m.ungrounded_rate is not None else ""))]
     rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
-                                                ("lines cut at the length limit", m.truncated_lines)) if value]
+                                                ("lines cut at the length limit", m.truncated_lines),
+                                                ("NUL bytes skipped", m.nul_bytes)) if value]
     rows += [(f"records {level}", m.records_by_level[level]) for level in reversed(RISK_LEVELS)
              if level in m.records_by_level]
     rows += [(f"  {cat}", n) for cat, n in sorted(m.records_by_category.items(), key=lambda kv: -kv[1])]
