@@ -1,6 +1,7 @@
 """One module per CLI command; `COMMANDS` is what `logwarden` exposes."""
 
 from logwarden.cli.commands.analyze import analyze
+from logwarden.cli.commands.config import config
 from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
@@ -11,4 +12,4 @@ from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, ui, export, records, db, rules, eval_command, dataset, train]
+COMMANDS = [analyze, triage, watch, ui, export, records, db, rules, config, eval_command, dataset, train]

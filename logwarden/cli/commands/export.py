@@ -41,7 +41,7 @@ def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db
     from logwarden.app.store import RecordFilter
 
     target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
-    store = open_store_from(db_url)
+    store = open_store_from(db_url, readonly=True)
     filters = RecordFilter(since=parse_since(since), min_risk=min_risk, categories=tuple(category))
     records = _all_records(store, filters)
     lines = list(export_records(records, fmt))
@@ -86,7 +86,10 @@ def parse_since(value: str | None) -> datetime | None:
         return None
     units = {"m": "minutes", "h": "hours", "d": "days"}
     if value[-1:] in units and value[:-1].isdigit():
-        return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+        try:
+            return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+        except OverflowError:  # further back than any date: no lower bound at all
+            return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from logwarden.cli.common import (
     db_option,
+    db_origin,
     err_console,
     handle_errors,
     json_option,
@@ -16,6 +17,7 @@ from logwarden.cli.common import (
     out_console,
     print_json,
 )
+from logwarden.cli.terminal import shown
 from logwarden.schemas import CATEGORIES, RISK_LEVELS
 from logwarden.schemas.record import STATUSES
 
@@ -40,13 +42,13 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
     """List records, riskiest and newest first."""
     from logwarden.app.store import RecordFilter
 
-    store = open_store_from(db_url)
+    store = open_store_from(db_url, readonly=True)
     filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
                            sources=tuple(source), text=search)
     total = store.count_records(filters)
     rows = store.query_records(filters, order_by="risk_score", descending=True, limit=limit or total)
-    shown = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
-    err_console.print(shown, highlight=False)
+    counted = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
+    err_console.print(counted, highlight=False)
     if as_json:
         print_json([r.model_dump(mode="json") for r in rows])
         return
@@ -54,8 +56,8 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
     for column in ("id", "risk", "category", "source", "lines", "rules", "anomaly"):
         table.add_column(column, overflow="fold")
     for r in rows:
-        table.add_row(r.id[:12], r.risk_level, r.category, r.source, f"{r.line_start}-{r.line_end}",
-                      ",".join(r.detections), r.anomaly[:100])
+        table.add_row(*map(shown, (r.id[:12], r.risk_level, r.category, r.source, f"{r.line_start}-{r.line_end}",
+                                   ",".join(r.detections), r.anomaly[:100])))
     out_console.print(table)
 
 
@@ -66,16 +68,16 @@ def list_records(min_risk, category, status, source, search, limit, db_url, as_j
 @handle_errors
 def show_record(record_id, db_url, as_json):
     """Show one record (an id or a unique id prefix)."""
-    store = open_store_from(db_url)
+    store = open_store_from(db_url, readonly=True)
     record = store.get_record(record_id)
     if record is None:
-        click.echo(f"no record with id {record_id!r}", err=True)
+        click.echo(f"no record with id {shown(repr(record_id))}", err=True)
         sys.exit(1)
     if as_json:
         print_json(record.model_dump(mode="json"))
         return
     for key, value in record.model_dump(mode="json", exclude={"raw_model_output", "engine_stats"}).items():
-        click.echo(f"{key}: {value}")
+        click.echo(f"{key}: {shown(value)}")
 
 
 @click.group()
@@ -89,9 +91,26 @@ def db() -> None:
 @handle_errors
 def db_info(db_url, as_json):
     """Store URL, schema version, row counts and file size (read-only: creates and migrates nothing)."""
-    info = open_store_from(db_url, readonly=True).info()
+    info = open_store_from(db_url, readonly=True, current=False).info()
+    info["url_from"] = db_origin()
     if as_json:
         print_json(info)
         return
     for key, value in info.items():
-        click.echo(f"{key}: {value}")
+        click.echo(f"{key}: {shown(value)}")
+
+
+@db.command("migrate")
+@db_option
+@json_option
+@handle_errors
+def db_migrate(db_url, as_json):
+    """Bring the store's schema up to this logwarden's (reading commands never change it)."""
+    from logwarden.app.store import LATEST_VERSION
+
+    applied = open_store_from(db_url).applied
+    if as_json:
+        print_json({"applied": applied, "schema_version": LATEST_VERSION})
+        return
+    click.echo(f"schema version {LATEST_VERSION}" + (f" (applied {', '.join(map(str, applied))})" if applied
+                                                     else " (nothing to do)"))

@@ -16,6 +16,7 @@ from logwarden.cli.common import (
     open_store_from,
     sigma_option,
 )
+from logwarden.cli.terminal import shown
 
 
 @click.command()
@@ -57,9 +58,9 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
                           max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
                           partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
                           status=_status_printer(), node=options.node, stop=stop)
-        err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
+        err_console.print(f"watching {shown(', '.join(folders))} (Ctrl-C to stop)", highlight=False, markup=False)
         stats = watcher.run(max_seconds=max_seconds)
-    err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+    err_console.print(f"\nstopped: {shown(stats.line(0))}", highlight=False, markup=False)
 
 
 def _status_printer():
@@ -68,7 +69,7 @@ def _status_printer():
         return None
 
     def show(line: str) -> None:
-        err_console.file.write("\r" + line[: err_console.width - 1].ljust(err_console.width - 1))
+        err_console.file.write("\r" + shown(line)[: err_console.width - 1].ljust(err_console.width - 1))
         err_console.file.flush()
 
     return show
