@@ -140,6 +140,10 @@ def _review(url: str, r: RiskRecord) -> None:
     st.subheader("Review")
     if saved := st.session_state.pop("review_saved", None):
         st.success(f"Review saved: {saved}")
+    if data.read_only():
+        st.info("Read-only dashboard (reachable from the network without a password): reviews are off.")
+        _history(url, r.id)
+        return
     with st.form(f"review_{r.id}", clear_on_submit=True):
         status = st.selectbox("Status", STATUSES, index=STATUSES.index(r.status), key="review_status")
         note = st.text_area("Analyst note", key="review_note")
