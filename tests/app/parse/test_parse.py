@@ -369,11 +369,10 @@ def test_auditd_execve_argument_logged_in_pieces_is_joined():
     ("no time in this line at all", None),
 ])
 def test_generic_timestamp_heuristics(text, expected):
+    from logwarden.app.events import LogLine
     from logwarden.app.parse.generic import GenericParser
 
     # the generic parser itself (a file sniffed as generic still offers each line to the others first)
-    from logwarden.app.events import LogLine
-
     event = GenericParser(reference_time=REF).parse(LogLine("x.log", 0, 0, 1, text))
     assert event.format == "generic" and event.message == text
     assert event.ts == expected
