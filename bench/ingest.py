@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""End-to-end ingest benchmark: read + parse + mine + detect + store, rules-only, on a generated
-≥1M-line mixed log, against a baseline measured in the same run (plain `for line in open(f)` +
-Drain3 with its default config, no masking, no storage).
+"""End-to-end ingest benchmark: read + parse + mine + detect + (baselines) + store, rules-only, on a
+generated ≥1M-line mixed log, against a baseline measured in the same run (plain `for line in
+open(f)` + Drain3 with its default config, no masking, no storage).
 
-Usage: python bench/ingest.py [--lines 1000000] [--dir /tmp/lw-bench] [--profile] [--json out.json]
-Prints lines/s for both and the ratio. `--profile` prints the top functions of the pipeline run.
+Usage: python bench/ingest.py [--lines 1000000] [--dir /tmp/lw-bench] [--baseline both|judge|off]
+       [--profile] [--json out.json]
+Prints lines/s for each and the ratios; each pipeline run is its own process, so its peak memory
+(max RSS) is its own. `--baseline both` runs the pipeline with baselines off, then on (judge).
+`--profile` prints the top functions of the pipeline runs.
 """
 
 from __future__ import annotations
@@ -51,7 +54,26 @@ def baseline(files: list[Path]) -> tuple[int, float]:
     return n, time.perf_counter() - started
 
 
-def pipeline(files: list[Path], db_dir: Path, profile: bool) -> tuple[dict, float, str]:
+def pipeline_process(files: list[Path], mode: str, profile: bool) -> tuple[dict, float, str, float]:
+    """`pipeline` in a child process: (metrics, seconds, profile report, peak RSS MiB)."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_child, (files, mode, profile))
+
+
+def _child(files: list[Path], mode: str, profile: bool) -> tuple[dict, float, str, float]:
+    import resource
+
+    from logwarden.cli.main import tune_gc
+
+    tune_gc()  # as the CLI runs
+    with tempfile.TemporaryDirectory() as db_dir:
+        metrics, seconds, report = pipeline(files, Path(db_dir), profile, mode)
+    return metrics, seconds, report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge") -> tuple[dict, float, str]:
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import open_store
 
@@ -60,7 +82,7 @@ def pipeline(files: list[Path], db_dir: Path, profile: bool) -> tuple[dict, floa
     started = time.perf_counter()
     if profiler:
         profiler.enable()
-    metrics = Pipeline(store, None, RunOptions(rules_only=True), command="bench").analyze(files)
+    metrics = Pipeline(store, None, RunOptions(rules_only=True, baseline=mode), command="bench").analyze(files)
     if profiler:
         profiler.disable()
     elapsed = time.perf_counter() - started
@@ -79,26 +101,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "lw-bench")
+    parser.add_argument("--baseline", choices=("both", "judge", "off"), default="both")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     files = ensure_logs(args.dir / "logs", args.lines)
     base_lines, base_s = baseline(files)
-    with tempfile.TemporaryDirectory() as db_dir:
-        metrics, lw_s, report = pipeline(files, Path(db_dir), args.profile)
-    result = {
-        "machine": f"{platform.machine()} {platform.processor() or ''} cores={__import__('os').cpu_count()}",
-        "lines": metrics["lines"], "windows": metrics["windows"], "records": metrics["records"],
-        "baseline_lines_per_s": base_lines / base_s, "logwarden_lines_per_s": metrics["lines"] / lw_s,
-        "ratio_vs_baseline": (metrics["lines"] / lw_s) / (base_lines / base_s),
-        "errors": metrics["errors"],
-    }
-    print(f"baseline  (open + Drain3 alone)              {result['baseline_lines_per_s']:>10,.0f} lines/s  ({base_lines:,} lines, {base_s:.1f} s)")
-    print(f"logwarden (read+parse+mine+detect+store)     {result['logwarden_lines_per_s']:>10,.0f} lines/s  ({metrics['lines']:,} lines, {lw_s:.1f} s)")
-    print(f"ratio logwarden / baseline                   {result['ratio_vs_baseline']:>10.2f}x")
-    print(f"windows {metrics['windows']:,}  records {metrics['records']:,}")
-    if report:
-        print(report)
+    result = {"machine": f"{platform.machine()} {platform.processor() or ''} cores={__import__('os').cpu_count()}",
+              "baseline_lines_per_s": base_lines / base_s}
+    print(f"baseline  (open + Drain3 alone)              {base_lines / base_s:>10,.0f} lines/s  ({base_lines:,} lines, {base_s:.1f} s)")
+    modes = ("off", "judge") if args.baseline == "both" else (args.baseline,)
+    for mode in modes:
+        metrics, lw_s, report, rss = pipeline_process(files, mode, args.profile)
+        rate = metrics["lines"] / lw_s
+        result[mode] = {"lines": metrics["lines"], "windows": metrics["windows"], "records": metrics["records"],
+                        "deviations": metrics.get("deviations", 0), "lines_per_s": rate,
+                        "ratio_vs_baseline": rate / (base_lines / base_s), "peak_rss_mib": rss,
+                        "errors": metrics["errors"]}
+        print(f"logwarden, baselines {mode:<5} (read+parse+mine+detect+store) {rate:>10,.0f} lines/s  "
+              f"({metrics['lines']:,} lines, {lw_s:.1f} s, peak RSS {rss:,.0f} MiB)  "
+              f"ratio vs baseline {result[mode]['ratio_vs_baseline']:.2f}x  records {metrics['records']:,}  "
+              f"deviations {result[mode]['deviations']:,}")
+        if report:
+            print(report)
+    if len(modes) == 2:
+        result["judge_vs_off"] = result["judge"]["lines_per_s"] / result["off"]["lines_per_s"]
+        print(f"baselines on / off                           {result['judge_vs_off']:>10.2f}x")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

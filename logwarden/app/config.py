@@ -73,6 +73,13 @@ class Settings(BaseSettings):
     max_batch: int = MAX_BATCH
     max_new_tokens: int = 320  # the answer's token budget (analyze, watch, triage, eval, the UI)
 
+    # the model's review: how much of it a run may do (auto = unlimited on a GPU, a few minutes on a CPU;
+    # unlimited; 90s, 5m, 1h; 20000tok); what is left waits for `logwarden review --pending`
+    llm_budget: str = "auto"
+
+    # baselines of normal: judge (learn what did not deviate), learn (history: learn all, judge nothing) or off
+    baseline: str = "judge"
+
     # windowing / prompt
     window_max_lines: int = 2000
     window_max_gap_s: float = 900.0

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
+from logwarden.app.baseline.deviation import REFERENCE
+from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.events import Event, Signal
 from logwarden.app.mine import SourceMiner, Window
 from logwarden.engine.api import Request
@@ -42,6 +44,8 @@ TEMPLATE_CHARS = 160
 MAX_TEMPLATES = 25
 MAX_SIGNALS = 12  # rules listed with their titles
 MAX_SIGNAL_LINES = 12  # rule evidence lines a window must show
+DEVIATION_CHARS = 260
+EXEMPLARS = 3  # deviations shown of one record's (a client's sweep of unknown pages is one record)
 RISK_ORDER = ("info", "low", "medium", "high", "critical")
 TOP_VALUES = 5
 HEADER_SHARE = 0.55  # of a part's token budget, at most, for the header (templates, top values, rules)
@@ -91,12 +95,26 @@ class RuleHit:
     techniques: list[str]
     title: str
     keys: list[tuple[str, int]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # the first and last evidence line seen
 
     def describe(self, max_keys: int = 5) -> str:
-        head = f"{self.rule_id} [{self.level}, {self.category}, {','.join(self.techniques)}]: {_clip(self.title, 100)}"
-        keys = [f"{k} ({n} lines)" for k, n in self.keys[:max_keys] if k] if max_keys else []
+        count = sum(n for _, n in self.keys)
+        span = f" ×{count} on L{self.lines[0]}–L{self.lines[-1]}" if self.lines else ""
+        head = f"{_clip(self.title, 100)} [{self.level}, {self.category}, {','.join(self.techniques)}]{span}"
+        keys = [k for k, _ in self.keys[:max_keys] if k] if max_keys else []
         more = f" +{len(self.keys) - max_keys} more" if len(self.keys) > max_keys else ""
         return head + (" — " + ", ".join(keys) + more if keys else "")
+
+
+@dataclass(slots=True)
+class DeviationNote:
+    """A baseline deviation as the model reads it: its first line and what was expected there."""
+
+    line: int
+    text: str
+
+    def describe(self) -> str:
+        return f" L{self.line}: {_clip(self.text, DEVIATION_CHARS)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +174,7 @@ class Digest:
     favoured: list[int] = field(default_factory=list)  # shown where room is left: one line per other template
     rare: list[int] = field(default_factory=list)  # the rare lines (the coverage metric's denominator)
     lean: bool = False
+    deviations: list[DeviationNote] = field(default_factory=list)  # from the baseline, with what is usual
 
     # ---- rendering ---------------------------------------------------------------------------
 
@@ -169,7 +188,16 @@ class Digest:
         shown = self.rules[:shape.rules]
         more = f"; … {len(self.rules) - len(shown)} more rules" if len(shown) < len(self.rules) else ""
         keys = 0 if self.lean else 5  # a few lines are all shown: the keys would repeat them
-        return "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
+        line = "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
+        return line + self._deviation_lines(shape)
+
+    def _deviation_lines(self, shape: HeaderShape) -> str:
+        """What the learned baseline did not expect, each with what it did (only when there is any)."""
+        if not self.deviations:
+            return ""
+        shown = self.deviations[:shape.rules]
+        more = [f" … {len(self.deviations) - len(shown)} more"] if len(shown) < len(self.deviations) else []
+        return "\n" + "\n".join(["unlike this source's learned baseline:", *(d.describe() for d in shown), *more])
 
     def header(self, shape: HeaderShape = HeaderShape()) -> str:
         """Part 1's header: the window's templates, top values and rules."""
@@ -410,7 +438,38 @@ def rule_hits(signals: Sequence[Signal]) -> list[RuleHit]:
     for s in signals:
         hit = hits.setdefault(s.rule_id, RuleHit(s.rule_id, s.level, s.category, list(s.techniques), s.title))
         hit.keys.append((s.key, len(s.line_numbers)))
+        if s.line_numbers:
+            hit.lines = [min(s.line_numbers + hit.lines[:1]), max(s.line_numbers + hit.lines[-1:])]
     return sorted(hits.values(), key=lambda h: -RISK_ORDER.index(h.level) if h.level in RISK_ORDER else 0)
+
+
+def deviation_notes(signals: Sequence[Signal]) -> list[DeviationNote]:
+    """The baseline's signals, one note per deviation (its text without the analyst's ref); of one
+    record's deviations (same category and key) the first `EXEMPLARS` and how many more."""
+    notes: list[DeviationNote] = []
+    for group in _deviation_groups(signals).values():
+        notes += [DeviationNote(s.line_numbers[0], s.description.split(f" ({REFERENCE}", 1)[0])
+                  for s in group[:EXEMPLARS]]
+        if len(group) > EXEMPLARS:
+            notes[-1].text += f" (+{len(group) - EXEMPLARS} more like it)"
+    return notes
+
+
+def _deviation_groups(signals: Sequence[Signal]) -> dict[tuple[str, str], list[Signal]]:
+    """The baseline's signals by the record they make (category, key), in line order."""
+    groups: dict[tuple[str, str], list[Signal]] = {}
+    for s in sorted(signals, key=lambda s: s.line_numbers[:1]):
+        if s.rule_id.startswith(BASELINE_RULES) and s.line_numbers:
+            groups.setdefault((s.category, s.key), []).append(s)
+    return groups
+
+
+def _deviation_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
+    """The lines of the baseline's deviations in this window (a raw request's line and body): of one
+    record's deviations, the first `EXEMPLARS` deviations' lines."""
+    present = {e.line_no for e in window.events}
+    return sorted({n for group in _deviation_groups(signals).values() for s in group[:EXEMPLARS]
+                   for n in s.line_numbers[:4] if n in present})
 
 
 def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
@@ -425,7 +484,10 @@ def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
     return chosen[:MAX_SIGNAL_LINES]
 
 
-def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal]) -> Digest:
+def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal], *, focus: bool = False) -> Digest:
+    """The window's digest. `focus` (a review of what needs judgement): the lines shown are the
+    baseline deviations' own; what the rules explained is only their summary row, rare lines are
+    not shown for their rarity."""
     templates = _templates(window, miner)
     lean = len(window.events) <= LEAN_MAX_LINES
     ref_of = {t.cluster_id: t.ref for t in templates}
@@ -442,6 +504,8 @@ def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal]) 
     required = list(dict.fromkeys([*_signal_lines(window, signals), *rare]))
     if lean:
         required = list(dict.fromkeys([*required, *(e.line_no for e in window.events)]))
+    if focus:
+        required, first_of_others, rare = _deviation_lines(window, signals), [], []
     agents = Counter(e.fields.get("user_agent") for e in window.events if e.fields.get("user_agent"))
     # the header's top values show a repeated user agent; lines then leave it out
     common_agent = agents.most_common(1)[0][0] if agents and not lean and agents.most_common(1)[0][1] > 1 else None
@@ -452,7 +516,9 @@ def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal]) 
         line_start=window.line_start, line_end=window.line_end, line_count=len(window.events),
         first_ts=window.first_ts.isoformat() if window.first_ts else None,
         last_ts=window.last_ts.isoformat() if window.last_ts else None,
-        templates=templates, top=top, distinct=distinct, rules=rule_hits(signals),
+        templates=templates, top=top, distinct=distinct,
+        rules=rule_hits([s for s in signals if not s.rule_id.startswith(BASELINE_RULES)]),
+        deviations=deviation_notes(signals),
         line_texts={e.line_no: line_text(e, window.format, common_agent) for e in window.events if e.line_no in wanted},
         template_of_line=template_of_line, template_lines=template_lines,
         required=required, favoured=first_of_others, rare=rare, lean=lean,

@@ -108,6 +108,7 @@ class UnitResult:
     category_top_correct: bool = False
     false_positive: bool = False
     categories_seen: list[str] = field(default_factory=list)
+    top_level: str | None = None  # the highest risk of the records touching the unit (None: none does)
 
 
 @dataclass(slots=True)
@@ -117,8 +118,17 @@ class Report:
     units: list[UnitResult]
     per_source: dict[str, Scores] = field(default_factory=dict)
 
+    def benign_flagged(self) -> dict[str, float]:
+        """Share of benign units touched by a record at each level or above (`low` = at any level
+        but info), whatever their `risk_max`: how often normal traffic is flagged at all."""
+        benign = [u for u in self.units if not u.unit.is_attack]
+        if not benign:
+            return {}
+        return {level: sum(1 for u in benign if u.top_level and risk_rank(u.top_level) >= risk_rank(level))
+                / len(benign) for level in ("low", "medium", "high")}
+
     def as_dict(self) -> dict:
-        return {"overall": self.overall.as_dict(),
+        return {"overall": self.overall.as_dict(), "benign_flagged": self.benign_flagged(),
                 "per_source": {name: s.as_dict() for name, s in self.per_source.items()},
                 "per_file": {name: s.as_dict() for name, s in self.per_file.items()},
                 "missed": [u.unit.model_dump() for u in self.units if u.unit.is_attack and not u.detected],
@@ -195,7 +205,8 @@ def overlaps(unit: LabelledUnit, record: ScoredRecord) -> bool:
 
 def score_unit(unit: LabelledUnit, records: Sequence[ScoredRecord]) -> UnitResult:
     touching = [r for r in records if overlaps(unit, r)]
-    result = UnitResult(unit, categories_seen=sorted({r.category for r in touching}))
+    result = UnitResult(unit, categories_seen=sorted({r.category for r in touching}),
+                        top_level=max((r.risk_level for r in touching), key=risk_rank, default=None))
     if unit.is_attack:
         detecting = [r for r in touching if risk_rank(r.risk_level) >= risk_rank(unit.risk_min)]
         result.detected = bool(detecting)
@@ -246,6 +257,60 @@ def _relative(source: str, labels_dir: Path) -> str:
         return source
 
 
+# ---- a site's history, then a test ---------------------------------------------------------------
+
+@dataclass(slots=True)
+class HistoryScenario:
+    """What a baseline learns first (`history`, never scored) and what is then analysed and scored."""
+
+    history: list[Path]
+    test: list[Path]
+    units: list[LabelledUnit]  # the test files' units, relative to the scenario's folder
+    folder: Path
+
+
+def history_scenario(units: Sequence[LabelledUnit], labels_dir: Path, out: Path, *, share: float = 0.5,
+                     seed: int = 7) -> HistoryScenario:
+    """Each source (top folder) as a real site's log: the first `share` of its benign units (file
+    order) become a history file, the baseline's past; the other benign units and every attack
+    unit are interleaved in a seeded order into one test file. Units stay whole (a raw request's
+    lines, an access line) and keep a blank line after them where they had one."""
+    import random
+
+    by_source: dict[str, list[LabelledUnit]] = {}
+    for unit in units:
+        by_source.setdefault(source_of(unit.file), []).append(unit)
+    history, test, test_units = [], [], []
+    for source, group in by_source.items():
+        texts = {f: (labels_dir / f).read_bytes().split(b"\n") for f in {u.file for u in group}}
+        benign = sorted((u for u in group if not u.is_attack), key=lambda u: (u.file, u.line_start))
+        cut = int(len(benign) * share)
+        rest = benign[cut:] + [u for u in group if u.is_attack]
+        random.Random(seed).shuffle(rest)
+        # one site: the history is the test file's rotated past (`x.log.1` is `x.log`'s), as a real site's would be
+        name = f"{Path(source).stem}{Path(group[0].file).suffix or '.log'}"
+        history.append(_write_units(out / source / "history" / f"{name}.1", benign[:cut], texts, []))
+        test.append(_write_units(out / source / "test" / name, rest, texts, test_units, name=f"{source}/test/{name}"))
+    return HistoryScenario(history=history, test=test, units=test_units, folder=out)
+
+
+def _write_units(path: Path, units: Sequence[LabelledUnit], texts: dict[str, list[bytes]],
+                 placed: list[LabelledUnit], name: str | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines: list[bytes] = []
+    for unit in units:
+        body = texts[unit.file][unit.line_start - 1: unit.line_end]
+        if name is not None:
+            placed.append(unit.model_copy(update={"file": name, "line_start": len(lines) + 1,
+                                                  "line_end": len(lines) + len(body)}))
+        lines += body
+        after = texts[unit.file][unit.line_end] if unit.line_end < len(texts[unit.file]) else b"x"
+        if not after.strip():
+            lines.append(after)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
 # ---- running the pipeline ------------------------------------------------------------------------
 
 @dataclass(slots=True)
@@ -256,20 +321,25 @@ class EvalRun:
 
 
 def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Path], *, engine=None,
-             name: str = "rules-only", options=None, **overrides) -> EvalRun:
+             name: str = "rules-only", options=None, history: Sequence[Path] = (), **overrides) -> EvalRun:
     """Analyse `paths` into a throw-away SQLite store and score the records it produced.
     `options`: the run options (`RunOptions.from_settings`; default: the declared defaults);
-    `overrides` replace some of them (`llm_policy`, `max_prompts_per_window`, `sigma`, …)."""
+    `overrides` replace some of them (`llm_policy`, `max_prompts_per_window`, `sigma`, …);
+    `history`: files the baseline learns from first (no records)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
     # Labelled files are complete (an unterminated last line is a line to score, not one to hold
     # back) and are scored by their paths (no node prefix).
-    options = dataclasses.replace(options or RunOptions(), **overrides, rules_only=engine is None, final=True,
-                                  node=None)
+    options = dataclasses.replace(options or RunOptions(), **{"llm_budget": "unlimited", **overrides},
+                                  rules_only=engine is None, final=True, node=None)
     with tempfile.TemporaryDirectory(prefix="logwarden-eval-") as tmp:
         store = open_store(f"sqlite:///{tmp}/eval.db")
         try:
+            if history and options.baseline != "off":
+                from logwarden.app.baseline.learn import learn_paths
+
+                learn_paths(store, history)
             pipeline = Pipeline(store, engine, options, command=f"eval {name}")
             metrics = pipeline.analyze(list(paths))
             records = store.query_records(RecordFilter(run_id=pipeline.run_id), limit=1_000_000)

@@ -139,6 +139,11 @@ class SourceMiner:
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)
         return cluster.get_template() if cluster is not None else "<evicted template>"
 
+    def cluster_size(self, cluster_id: int) -> int:
+        """How many lines the cluster holds so far (0 once evicted)."""
+        cluster = self._miner.drain.id_to_cluster.get(cluster_id)
+        return cluster.size if cluster is not None else 0
+
     def state(self) -> bytes:
         self._miner.save_state("checkpoint")
         return self._persistence.state
@@ -164,16 +169,18 @@ class Window:
     events: list[Event] = field(default_factory=list)
     cluster_ids: list[int] = field(default_factory=list)  # parallel to events
     generation: int = 0  # of the source: a copytruncated file restarts at line 1 as the next generation
+    # A window rebuilt from a few of its events (a review waiting in the store) keeps the span it had
+    span: tuple[int, int] | None = None
     _host: tuple[str | None] | None = field(default=None, repr=False, compare=False)  # host(), once complete
     _clusters: dict[int, int] | None = field(default=None, repr=False, compare=False)  # cluster_of_line(), once complete
 
     @property
     def line_start(self) -> int:
-        return self.events[0].line_no
+        return self.span[0] if self.span else self.events[0].line_no
 
     @property
     def line_end(self) -> int:
-        return self.events[-1].line_no
+        return self.span[1] if self.span else self.events[-1].line_no
 
     @property
     def first_ts(self) -> datetime | None:

@@ -1,15 +1,16 @@
-"""The analysis pipeline: sources → events → windows → (LLM) → records → store, with metrics.
+"""The analysis pipeline: sources → events → windows → rules + baselines → records → store, then
+the model's review of what needs judgement, with metrics.
 
-Owns the order of the stages, the LLM spending policy, batching windows for the engine (a window
-whose rare lines do not fit one prompt sends several, each with its own grammar that admits only
-the evidence ids that prompt shows), the retry / fall-back / circuit-breaker behaviour on engine
-faults, and run metrics (tokens, rare-line coverage, the model's ungrounded entities). Each window is
-written to the store in the same transaction as its records, so every line ends up in a record's
-evidence, an analysed-benign window or an error row. A batch of files fills the engine's batches
-across file ends (small files' windows wait for the next file's instead of going alone): a file's
-offset is committed only in the transaction that holds its last window, or a later one, so a
-crash loses nothing and a resume doubles nothing. Knows nothing of the CLI, terminals or
-Streamlit (progress is a callback).
+Owns the order of the stages, which windows need the model (the LLM policy: by default only those
+holding a baseline deviation; lines the rules explain are a summary row, not shown), queuing their
+prompts as review items, and run metrics. Rules' and baselines' records are stored as each window
+is cut — the model never blocks ingestion: its review runs after (analyze) or beside (watch) it,
+within a budget, most suspicious first (app/review.py); what the budget leaves waits in the store.
+Each window is written in the same transaction as its records and its review items, so every line
+ends up in a record's evidence, an analysed-benign window or an error row, and a file's position is
+committed with each chunk of windows (analyze) and with its last one: a crash loses nothing, a resume
+doubles nothing and goes on where the last chunk ended. Knows nothing
+of the CLI, terminals or Streamlit (progress is a callback).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from logwarden.app.baseline import Baseline
+from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.config import Settings, declared
 from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
@@ -45,11 +49,11 @@ from logwarden.app.ingest import (
 )
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import parse_stream
-from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
-from logwarden.app.store import SourceState, Store, WindowRow
+from logwarden.app.postprocess import Provenance, assess_window
+from logwarden.app.review import Reviewer, ReviewItem, ReviewWorker, default_budget
+from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.engine.sizing import cuda_batch
-from logwarden.errors import LogwardenError
 from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
 
@@ -61,15 +65,18 @@ CHARS_PER_TOKEN = 4.0  # for the raw-side of the compression ratio when no token
 SUSPICIOUS_WORDS = ("fail", "denied", "invalid", "error", "refused", "unauthori", "forbidden", "attack",
                     "panic", "segfault", "killed", "illegal", "violation", "warning", "critical", "alert",
                     "root", "sudo", "admin", "password", "exploit", "malware", "powershell", "cmd.exe")
-LLM_POLICIES = ("signals", "suspicious", "all")
+# deviations: windows holding a baseline deviation, shown as the deviations' own lines (the default);
+# signals: those and windows where a rule fired; suspicious: those and quiet windows with alarming
+# words or in a 1-in-20 sample; all: every window — the last three show rare lines too.
+LLM_POLICIES = ("deviations", "signals", "suspicious", "all")
 SAMPLE_EVERY = 20  # "suspicious" policy: also ~1 in 20 quiet windows (deterministic by source and line)
-BREAKER_FAILURES = 5
 
 
 @dataclass(slots=True)
 class RunOptions:
     rules_only: bool = False
-    llm_policy: str = "suspicious"
+    llm_policy: str = "deviations"
+    llm_budget: str = declared("llm_budget")  # auto | unlimited | 90s | 5m | 20000tok (app/review.Budget)
     max_batch: int = declared("max_batch")
     max_new_tokens: int = declared("max_new_tokens")
     window_max_lines: int = declared("window_max_lines")
@@ -94,6 +101,7 @@ class RunOptions:
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
+    baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
@@ -101,7 +109,8 @@ class RunOptions:
         options = cls(max_batch=settings.max_batch, max_new_tokens=settings.max_new_tokens,
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
-                      quiet_final_s=settings.watch_partial_line_timeout_s)
+                      quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
+                      llm_budget=settings.llm_budget)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -111,10 +120,13 @@ class RunMetrics:
     lines: int = 0
     raw_chars: int = 0
     windows: int = 0
-    windows_llm: int = 0
+    windows_llm: int = 0  # windows with prompts for the model
     windows_skipped_by_policy: int = 0
+    prompts_queued: int = 0  # review items made
     llm_calls: int = 0
     llm_failures: int = 0
+    reviews_pending: int = 0  # review items the budget left awaiting review
+    deviations_dismissed: int = 0  # deviation records the model judged normal (kept at info)
     windows_split: int = 0  # windows sent as more than one prompt
     rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window with a digest (not rules-only)
     rare_lines_llm: int = 0  # ... in the windows sent to the model
@@ -123,6 +135,7 @@ class RunMetrics:
     entities_named: int = 0  # entities (addresses, accounts, paths, numbers …) the model's texts named
     entities_ungrounded: int = 0  # ... absent from the digest it was given (their clauses removed)
     records: int = 0
+    deviations: int = 0  # baseline deviations reported (app/baseline)
     errors: int = 0
     held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
@@ -136,6 +149,7 @@ class RunMetrics:
     generation_s: float = 0.0
     peak_memory_mb: float = 0.0
     breaker_open: bool = False
+    budget: str = ""
     elapsed_s: float = 0.0
     formats: dict[str, str] = field(default_factory=dict)
     records_by_level: dict[str, int] = field(default_factory=dict)
@@ -192,23 +206,6 @@ def _no_progress(_name: str, _n: int) -> None:
 
 
 @dataclass(slots=True)
-class _Pending:
-    """A window waiting for the model, with what its records need: one prompt per digest part."""
-
-    window: Window
-    signals: list[Signal]
-    parts: list[DigestPart]
-
-
-@dataclass(slots=True)
-class _Ask:
-    """One prompt of a pending window."""
-
-    owner: int  # index of its window in the batch
-    part: DigestPart
-
-
-@dataclass(slots=True)
 class _Buffer:
     """Rows written together in the next transaction."""
 
@@ -216,6 +213,7 @@ class _Buffer:
     windows: list[WindowRow] = field(default_factory=list)
     errors: list[ErrorRow] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)  # finished sources' offsets and miner states
+    reviews: list[ReviewItem] = field(default_factory=list)  # prompts waiting for the model
 
 
 class Pipeline:
@@ -229,9 +227,7 @@ class Pipeline:
         self.progress = progress
         self.metrics = RunMetrics()
         self.rules = ruleset_for(options.sigma)
-        self._consecutive_failures = 0
-        self._pending: list[_Pending] = []
-        self._settling: list[dict] = []  # finished sources whose windows still wait for the model
+        self.baseline = Baseline(store, mode=options.baseline)
         # Files being read by `analyze` and where their stored windows end: each chunk's commit
         # carries that position, so a kill -9 resumes a big file there, not at line 1.
         self._reading: dict[tuple[str, int, int], dict] = {}
@@ -251,15 +247,18 @@ class Pipeline:
     # ---- sources -------------------------------------------------------------------------
 
     def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
+        """Every file to the end (rules' and baselines' records stored as they come), then the
+        model's review of what needs judgement, within the budget."""
         for item in iter_files(paths, include=self.options.include, exclude=self.options.exclude):
             if isinstance(item, ErrorRow):
                 self._errors([item])
                 continue
             self.analyze_file(item)
+        self.review()
         return self.finish()
 
     def analyze_file(self, path: Path) -> None:
-        """One file of `analyze`: its last windows may wait for the next file's batch (`finish` sends them)."""
+        """One file of `analyze`, committed when it ends."""
         self.metrics.files += 1
         start = self._start_of(path)
         final = (self.options.final or is_rotated_name(path.name) or is_compressed(path)
@@ -268,7 +267,7 @@ class Pipeline:
                           max_line_bytes=line_limit(path), final_partial=final,
                           expect=fingerprint_of(start) if start.offset else None)
         self.process(reader, source=start.path, inode=start.inode, generation=start.generation,
-                     reference_time=_mtime(path), fmt=start.format, batch_on=True)
+                     reference_time=_mtime(path), fmt=start.format)
         if reader.changed:  # rewritten between looking at it and reading it: read it as what it is now
             self.metrics.files -= 1
             self.analyze_file(path)
@@ -302,15 +301,13 @@ class Pipeline:
         return SourceState(path=name, inode=inode, offset=0, line_no=0, generation=next_generation(known, name, inode))
 
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
-                reference_time: datetime | None = None, fmt: str | None = None, batch_on: bool = False) -> str:
-        """Analyse one source's lines to the end; store windows, records, errors, miner state and
-        the offset after the last line — the last part in ONE transaction with
-        the last records, so a crash never commits an offset without its records or vice versa.
+                reference_time: datetime | None = None, fmt: str | None = None) -> str:
+        """Analyse one source's lines to the end; store windows, records, review items, errors,
+        miner state and the offset after the last line — the last part in ONE transaction with the
+        last records, so a crash never commits an offset without its records or vice versa.
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
-        `batch_on`: windows still waiting for the model may wait for the next source's (the engine's
-        batch fills up); the offset then lands with them, in a later transaction. Without it (the
-        watcher) everything of this call is committed before it returns. Returns the format used."""
+        Everything of this call is committed before it returns. Returns the format used."""
         decision, events = parse_stream(self._without_errors(items), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
@@ -324,21 +321,18 @@ class Pipeline:
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
-            self._window(window, detector.scan(window.events), miner)
+            signals = detector.scan(window.events) + self.baseline.signals(window, miner)
+            self._window(window, signals, miner)
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
-                self._flush()
                 self._commit()
         self._reading.pop(key, None)  # its final position follows with its last windows
         if items.changed:  # not the file that was expected: nothing read, its position stays
-            self._flush()
             self._commit()
             return fmt
-        self._settling.append(dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
-                                   line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
-                                   **_identity(getattr(items, "head", None), items.fingerprint)))
-        if not (batch_on and self._pending):
-            self._flush()
-            self._commit()
+        self._buffer.sources.append(dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
+                                         line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
+                                         **_identity(getattr(items, "head", None), items.fingerprint)))
+        self._commit()
         return fmt
 
     def _source_state(self, source: str, inode: int) -> tuple[SourceMiner, Detector]:
@@ -361,24 +355,25 @@ class Pipeline:
     # ---- windows ----------------------------------------------------------------------------
 
     def _window(self, window: Window, signals: list[Signal], miner: SourceMiner) -> None:
+        """Store the window's rules' and baselines' records now; queue its prompts when it needs the model."""
         self._count(window)
+        records = self._store_window(window, signals)
         if self.engine is None:  # rules only: no model reads a digest, so none is built
-            self._store_window(window, signals, None)
             return
-        digest = build_digest(window, miner, signals)
+        focus = self.options.llm_policy == "deviations"
+        if focus and not any(s.rule_id.startswith(BASELINE_RULES) for s in signals):
+            self.metrics.windows_skipped_by_policy += 1
+            return
+        digest = build_digest(window, miner, signals, focus=focus)
         self.metrics.rare_lines += len(digest.rare)
-        text = digest.render()
-        if not self._wants_llm(window, signals, text):
-            self.metrics.digest_chars += len(text)
-            self._store_window(window, signals, None)
+        if not focus and not self._wants_llm(window, signals, digest.render()):
             return
-        parts = self._parts(digest)
+        parts = self._parts(digest, focus)
         self.metrics.digest_chars += sum(len(part.prompt) for part in parts)
-        self._pending.append(_Pending(window, signals, parts))
-        if sum(len(p.parts) for p in self._pending) >= self.options.max_batch:
-            self._flush()
-            if self.options.commit_every_windows:  # analyze keeps every answered batch: a kill loses one at most
-                self._commit()
+        self.metrics.windows_llm += 1
+        self.metrics.prompts_queued += len(parts)
+        self._buffer.reviews += [ReviewItem.of(window, part, signals, records, self.run_id) for part in parts]
+        self.progress("llm_queued", len(parts))
 
     def _count(self, window: Window) -> None:
         """A window's lines and characters, counted once it is cut (every line is in one window)."""
@@ -391,9 +386,10 @@ class Pipeline:
         self.progress("bytes", chars)
         self.progress("windows", 1)
 
-    def _parts(self, digest: Digest) -> list[DigestPart]:
+    def _parts(self, digest: Digest, focus: bool) -> list[DigestPart]:
+        """Prompts for the window: every deviation shown (focus), else at most `max_prompts_per_window`."""
         parts = digest.parts(self.options.prompt_token_budget, self.engine.count_tokens,
-                             max_parts=self.options.max_prompts_per_window)
+                             max_parts=None if focus else self.options.max_prompts_per_window)
         shown = {n for part in parts for n in part.shown_lines}
         self.metrics.rare_lines_llm += len(digest.rare)
         self.metrics.rare_lines_shown += sum(n in shown for n in digest.rare)
@@ -401,8 +397,6 @@ class Pipeline:
         return parts
 
     def _wants_llm(self, window: Window, signals: Sequence[Signal], digest_text: str) -> bool:
-        if self.metrics.breaker_open:
-            return False
         policy = self.options.llm_policy
         if policy == "all" or signals:
             return True
@@ -414,98 +408,90 @@ class Pipeline:
         self.metrics.windows_skipped_by_policy += 1
         return False
 
-    def _flush(self) -> None:
-        """Every waiting window to the model and into the buffer; the sources that waited on them
-        with it (all their windows are in the buffer now)."""
-        pending, self._pending = self._pending, []
-        settled, self._settling = self._settling, []
-        if pending:
-            self._assess_pending(pending)
-        self._buffer.sources += settled
-
-    def _assess_pending(self, pending: Sequence[_Pending]) -> None:
-        asks = [_Ask(i, part) for i, item in enumerate(pending) for part in item.parts]
-        results = self._assess(asks)
-        for i, item in enumerate(pending):
-            self._store_window(item.window, item.signals, [r for a, r in zip(asks, results) if a.owner == i])
-
-    def _assess(self, asks: Sequence[_Ask]) -> list[LLMResult]:
-        """One batched call; failed prompts are retried alone once, then fall back to rules."""
-        results = self._call(asks)
-        for i, result in enumerate(results):
-            if result.assessment is None and not self.metrics.breaker_open and len(asks) > 1:
-                results[i] = self._call([asks[i]])[0]
-        for result in results:
-            self._account_failure(result)
-        return results
-
-    def _call(self, asks: Sequence[_Ask]) -> list[LLMResult]:
-        """Each prompt carries its own schema: its evidence ids are the ones its digest part shows."""
-        requests = [ask.part.request() for ask in asks]
-        self.metrics.llm_calls += len(requests)
-        self.progress("llm_calls", len(requests))
-        try:
-            generations = self.engine.generate(requests, max_new_tokens=self.options.max_new_tokens)
-        except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
-            log.warning("engine failed on a batch of %d: %s", len(requests), exc)
-            return [LLMResult(assessment=None, error=f"engine: {exc}", digest=a.part.text, lines_of=a.part.lines_of)
-                    for a in asks]
-        return [self._result(g, a.part) for g, a in zip(generations, asks)]
-
-    def _result(self, generation, part: DigestPart) -> LLMResult:
-        stats = generation.stats
-        self.metrics.prompt_tokens += stats.prompt_tokens
-        self.metrics.cached_prefix_tokens += stats.cached_prefix_tokens
-        self.metrics.new_tokens += stats.new_tokens
-        self.metrics.ttft_s_sum += stats.ttft_s
-        self.metrics.generation_s += stats.total_s / max(stats.batch_size, 1)
-        self.metrics.peak_memory_mb = max(self.metrics.peak_memory_mb, stats.peak_memory_mb)
-        return result_of(generation, digest=part.text, lines_of=part.lines_of)
-
-    def _account_failure(self, result: LLMResult) -> None:
-        if result.assessment is not None:
-            self._consecutive_failures = 0
-            return
-        self.metrics.llm_failures += 1
-        self._consecutive_failures += 1
-        if self._consecutive_failures >= BREAKER_FAILURES and not self.metrics.breaker_open:
-            self.metrics.breaker_open = True
-            log.warning("circuit breaker open: %d consecutive model failures; the rest of this run is rules-only",
-                        self._consecutive_failures)
-
-    def _store_window(self, window: Window, signals: Sequence[Signal], llm: Sequence[LLMResult] | None) -> None:
-        outcome = assess_window(window, signals, llm, self.provenance)
+    def _store_window(self, window: Window, signals: Sequence[Signal]) -> list[RiskRecord]:
+        outcome = assess_window(window, signals, None, self.provenance)
         records = outcome.records
-        self.metrics.findings += outcome.findings
-        self.metrics.entities_named += outcome.entities
-        self.metrics.entities_ungrounded += outcome.ungrounded
-        if llm is not None:
-            self.metrics.windows_llm += 1
         self._buffer.records += records
         reading = self._reading.get((window.source, window.inode, window.generation))
         if reading is not None and window.events[-1].end:  # 0: a whole-file JSON document has no resumable middle
             reading.update(offset=window.events[-1].end, line_no=window.line_end)
         self._buffer.windows.append(WindowRow(
             source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
-            line_count=len(window.events), verdict=_verdict(records, llm), record_ids=[r.id for r in records],
+            line_count=len(window.events), verdict=_verdict(records), record_ids=[r.id for r in records],
             run_id=self.run_id, generation=window.generation))
-        error = next((r.error for r in llm or () if r.error), None)
-        if error:
-            self._buffer.errors.append(ErrorRow(source=window.source, offset=window.events[0].offset, stage="engine",
-                                                message=error[:2000], line_no=window.line_start))
         self._count_records(records)
+        return records
+
+    # ---- the model's review -------------------------------------------------------------------
+
+    def reviewer(self) -> Reviewer:
+        """A reviewer with this run's budget, engine and provenance."""
+        budget = default_budget(self.options.llm_budget, self.engine)
+        self.metrics.budget = budget.spec
+        return Reviewer(self.store, self.engine, budget=budget, max_batch=self.options.max_batch,
+                        max_new_tokens=self.options.max_new_tokens, provenance=self.provenance,
+                        progress=self.progress)
+
+    def review_worker(self) -> ReviewWorker | None:
+        """The watcher's background reviewer (None without a model)."""
+        if self.engine is None:
+            return None
+        return ReviewWorker(self.store, self.reviewer, batch=self.options.max_batch).start()
+
+    def review(self, items: Sequence[ReviewItem] | None = None) -> None:
+        """Review this run's waiting prompts (or `items`) within the budget; the rest stays pending."""
+        if self.engine is None:
+            return
+        self._commit()
+        if items is None:  # this run's; with --resume what earlier runs' budgets left too
+            run_id = None if self.options.resume else self.run_id
+            items = [ReviewItem.from_json(i) for i in self.store.pending_reviews(run_id=run_id)]
+        self.account(self.reviewer().run(items))
+
+    def account(self, stats) -> None:
+        """Add a reviewer's work to the run's metrics."""
+        m = self.metrics
+        m.llm_calls += stats.asked
+        m.llm_failures += stats.failed
+        m.reviews_pending = self.store.count_reviews(run_id=self.run_id)
+        m.breaker_open = m.breaker_open or stats.breaker_open
+        m.prompt_tokens += stats.prompt_tokens
+        m.cached_prefix_tokens += stats.cached_prefix_tokens
+        m.new_tokens += stats.new_tokens
+        m.ttft_s_sum += stats.ttft_s_sum
+        m.generation_s += stats.generation_s
+        m.peak_memory_mb = max(m.peak_memory_mb, stats.peak_memory_mb)
+        m.findings += stats.findings
+        m.entities_named += stats.entities_named
+        m.entities_ungrounded += stats.entities_ungrounded
+        m.deviations_dismissed += stats.dismissed
+        self._recount(stats.records)
+
+    def _recount(self, reviewed: Sequence[RiskRecord]) -> None:
+        """The run's records by level and category again, after the review changed some."""
+        if not reviewed:
+            return
+        rows = self.store.query_records(RecordFilter(run_id=self.run_id), limit=1_000_000)
+        m = self.metrics
+        m.records = len(rows)
+        m.records_by_level, m.records_by_category = dict(Counter(r.risk_level for r in rows)), dict(
+            Counter(r.category for r in rows))
 
     def _commit(self) -> None:
         buffer, self._buffer = self._buffer, _Buffer()
         with self.store.transaction() as tx:
             tx.upsert_records(buffer.records)
             tx.add_windows(buffer.windows)
+            if buffer.reviews:
+                tx.add_reviews(buffer.reviews)
             if buffer.errors:
                 tx.add_errors(buffer.errors, run_id=self.run_id)
             partial = [_position(reading) for reading in self._reading.values() if "offset" in reading]
             for state in [*partial, *buffer.sources]:
                 tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                                  if k not in ("path", "inode")})
+            self.baseline.flush(tx)
+        self.metrics.deviations = self.baseline.deviations
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)
@@ -520,7 +506,6 @@ class Pipeline:
         self.store.add_errors(rows, run_id=self.run_id)
 
     def finish(self, status: str | None = None) -> RunMetrics:
-        self._flush()
         self._commit()
         self.metrics.elapsed_s = time.perf_counter() - self._started
         status = status or ("failed" if self.metrics.errors else "ok")
@@ -553,10 +538,8 @@ def _identity(head: bytes | None, fingerprint: Fingerprint | None) -> dict:
                 head=head[:fingerprint.length] if fingerprint and head else None)
 
 
-def _verdict(records: Sequence[RiskRecord], llm: Sequence[LLMResult] | None) -> str:
-    if records:
-        return max(records, key=lambda r: r.risk_score).risk_level
-    return "benign" if llm is None or all(r.assessment is not None for r in llm) else "benign-unassessed"
+def _verdict(records: Sequence[RiskRecord]) -> str:
+    return max(records, key=lambda r: r.risk_score).risk_level if records else "benign"
 
 
 def line_limit(path: Path) -> int:

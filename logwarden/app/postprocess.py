@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from logwarden.app import attack
+from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.events import Event, Signal
 from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
@@ -68,6 +69,9 @@ DEFAULT_RECOMMENDATION = {
 }
 
 
+NOTHING_FOUND = "nothing abnormal in what it was shown"
+DISMISSED = ("No action needed: the model judged this deviation normal. Accept it (`logwarden baseline accept`) to "
+             "make it part of the baseline, or confirm the record if you disagree.")
 CUT_VALUE = 16  # a name this long may be a prefix of the line's value: the digest shows long values cut
 _BACKSLASHES = re.compile(r"\\+")
 _COUNT = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%?")  # "14", "1,200", "3.5%": counts a line need not show
@@ -117,6 +121,11 @@ class _Group:
     @property
     def line_numbers(self) -> list[int]:
         return sorted({n for s in self.signals for n in s.line_numbers})
+
+    @property
+    def deviations_only(self) -> bool:
+        """Only the learned baseline spoke: the model may dismiss these, never a rule's."""
+        return all(s.rule_id.startswith(BASELINE_RULES) for s in self.signals)
 
 
 @dataclass(slots=True)
@@ -255,10 +264,22 @@ def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int]:
 
 
 def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
-    """Claims of the group's category whose lines overlap the group's, riskiest first."""
+    """Claims whose lines overlap the group's, riskiest first: of the group's category, or of any
+    category for a group of deviations (their category is the baseline's guess, the model's is better)."""
     lines = set(group.line_numbers)
-    return sorted((c for c in claims if c.finding.category == group.category and lines & set(c.lines)),
-                  key=lambda c: -c.rank)
+    return sorted((c for c in claims if (c.finding.category == group.category or group.deviations_only)
+                   and lines & set(c.lines)), key=lambda c: -c.rank)
+
+
+def _dismissing(group: _Group, results: Sequence[LLMResult]) -> LLMResult | None:
+    """The answer that judged a group of deviations and found nothing on it: a prompt that showed one
+    of its lines (as a line, not inside a template) and was answered (no finding of it means
+    normal). None for a rules' group."""
+    if not group.deviations_only:
+        return None
+    lines = set(group.line_numbers)
+    return next((r for r in results if r.assessment is not None
+                 and any(lines.intersection(shown) for ref, shown in r.lines_of.items() if ref.startswith("L"))), None)
 
 
 # ---- records --------------------------------------------------------------------------------------
@@ -314,12 +335,14 @@ def _rules_anomaly(group: _Group) -> str:
 def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], anomaly: str,
             recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
             prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
-            ungrounded: Sequence[str] = ()) -> RiskRecord:
+            ungrounded: Sequence[str] = (), id_category: str | None = None) -> RiskRecord:
+    """`id_category`: the category the record's id is made with when the record's own differs (a
+    deviation the model put in another category keeps the id it was stored under before review)."""
     indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
-                     discriminator=f"{category}:{key}:{events[0].line_no}"
+                     discriminator=f"{id_category or category}:{key}:{events[0].line_no}"
                      + (f":g{window.generation}" if window.generation else "")),  # lines 1.. again after copytruncate
         source=window.source, inode=window.inode, host=window.host(),
         line_start=events[0].line_no, line_end=events[-1].line_no,
@@ -337,18 +360,26 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
 
 
 def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Provenance,
-                  failure: LLMResult | None) -> RiskRecord:
+                  failure: LLMResult | None, dismissed: LLMResult | None = None) -> RiskRecord:
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
-    common = dict(category=group.category, key=group.key, events=events,
-                  detections=sorted({s.rule_id for s in group.signals}), prov=prov)
+    common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
+                  id_category=group.category)
+    if claim is None and dismissed is not None:
+        reason = ground(dismissed.assessment.recommendation, dismissed.digest).text or NOTHING_FOUND
+        return _record(window, category=group.category, level="info",
+                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {reason}"[:STORED_TEXT_MAX],
+                       recommendation=DISMISSED, techniques=_techniques(rule_techniques), decided_by="rules+llm",
+                       llm=dismissed, **common)
     if claim is None:
-        return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
+        return _record(window, category=group.category, level=group.floor, anomaly=_rules_anomaly(group),
                        recommendation=DEFAULT_RECOMMENDATION[group.category],
                        techniques=_techniques(rule_techniques), decided_by="rules", llm=failure, **common)
+    category = claim.finding.category if group.deviations_only else group.category
+    common["category"] = category
     return _record(window, level=max(group.floor, claim.finding.risk_level, key=risk_rank),
                    anomaly=claim.anomaly or _rules_anomaly(group),
-                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
+                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, **common)
 
@@ -384,7 +415,8 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
     for group in groups:
         explaining = _explaining(group, claims)
         used |= {id(c) for c in explaining}
-        records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure))
+        dismissed = None if explaining else _dismissing(group, results)
+        records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure, dismissed))
     for claim in _distinct([c for c in claims if id(c) not in used]):
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
             records.append(_claim_record(window, claim, prov))

@@ -206,6 +206,7 @@ class Watcher:
             observer.schedule(_Wake(self._wake), str(folder), recursive=True)
         observer.start()
         deadline = time.monotonic() + max_seconds if max_seconds else None
+        worker = self.pipeline.review_worker()  # the model reviews beside the watcher, never in its way
         try:
             with stop_signals(self.stop):
                 while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
@@ -216,6 +217,8 @@ class Watcher:
         finally:
             observer.stop()
             observer.join(timeout=5)
+            for stats in worker.stop() if worker else ():
+                self.pipeline.account(stats)
             self.pipeline.finish("stopped")
         return self.stats
 

@@ -66,6 +66,21 @@ def _rule_packs(_ctx, _param, paths: tuple[str, ...]) -> tuple[str, ...]:
     return paths
 
 
+def llm_budget_option(func: Callable) -> Callable:
+    return click.option("--llm-budget", default=None, metavar="DURATION|TOKENS|unlimited",
+                        help="How much model work: 90s, 5m, 1h, 20000tok, unlimited, or auto (unlimited on a GPU, "
+                             "a few minutes on a CPU). What it leaves waits for `logwarden review --pending`. "
+                             "Default: LOGWARDEN_LLM_BUDGET, auto.")(func)
+
+
+def baseline_option(func: Callable) -> Callable:
+    from logwarden.app.baseline import MODES
+
+    return click.option("--baseline", "baseline_mode", type=click.Choice(MODES), default=None,
+                        help="Baselines of normal: judge = report deviations and learn what did not deviate; "
+                             "learn = learn everything, report nothing; off. Default: LOGWARDEN_BASELINE, judge.")(func)
+
+
 def engine_options(func: Callable) -> Callable:
     """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
     options = [

@@ -1,7 +1,9 @@
 """Versioned prompts. The system prefix is fixed per version (the engine KV-caches it); the user
 part fences the window digest as untrusted data. Bump the version when either changes: it is
 part of every record id. `analyze_v1.txt` (one anomaly/trace/recommendation answer, record
-schema 1) stays for reading old records; `analyze_v2` asks for evidence-pinned findings."""
+schema 1) stays for reading old records; `analyze_v2` asks for evidence-pinned findings;
+`analyze_v3` adds the learned baseline's deviations (judge each: a finding, or ordinary variety)
+and rules as summary rows."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-PROMPT_VERSION = "analyze_v2"
+PROMPT_VERSION = "analyze_v3"
 FENCE = "<<<LOG_DIGEST"
 FENCE_END = "LOG_DIGEST>>>"
 

@@ -154,6 +154,22 @@ def add_review(url: str, record_id: str, *, status: str, note: str | None, revie
     st.cache_data.clear()  # counts by status and the records table changed
 
 
+def accept_deviation(url: str, ref: str) -> str:
+    """A deviation joins the baseline (as `logwarden baseline accept REF`); returns what was accepted."""
+    from logwarden.app.baseline import Baseline
+
+    store = store_for(url)
+    baseline = Baseline(store, mode="judge")
+    accepted = baseline.accept(ref)
+    with store.transaction() as tx:
+        baseline.flush(tx)
+    return accepted
+
+
+def mute_deviation(url: str, ref: str) -> None:
+    store_for(url).mute(ref, note="muted from the record page")
+
+
 def store_records(url: str, records: list[RiskRecord]) -> int:
     _writable()
     written = store_for(url).upsert_records(records)

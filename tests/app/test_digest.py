@@ -50,8 +50,8 @@ def test_digest_compresses_with_template_ids_and_rule_titles():
     assert " T1 300x sshd: Failed password for invalid user <USER> from <IP> port <NUM> ssh2" in part.text
     assert "top src_ip (1 distinct): 203.0.113.7 x301" in part.text
     assert "L301: " in part.text and "Accepted password for root" in part.text  # rare: a template seen once
-    assert "lw-ssh-success-after-failures [high, brute_force, T1110.001]: login after failures — 203.0.113.7 (2 lines)" \
-        in part.text
+    # a rule's lines are a summary row: its title, level, category, techniques, how many lines where, its keys
+    assert "rules fired: login after failures [high, brute_force, T1110.001] ×2 on L1–L301 — 203.0.113.7" in part.text
     assert len(part.text) * 10 < window.raw_chars
     assert part.lines_of["T1"] == list(range(1, 301)) and part.lines_of["L301"] == [301]
 
@@ -101,7 +101,7 @@ def test_one_access_line_gets_a_lean_digest():
     assert "templates" not in part.text and "top " not in part.text
     assert part.refs == ["L1"] and part.lines_of == {"L1": [1]}
     assert 'L1: 203.0.113.9 GET /item.php?id=1%20UNION' in part.text and 'ua="sqlmap/1.7"' in part.text
-    assert "lw-web-sqli [high, web_attack, T1190]: SQL injection attempt" in part.text
+    assert "SQL injection attempt [high, web_attack, T1190] ×1 on L1–L1" in part.text
     # one line: no span line, and the model reads a name for the snippet, not its hash
     assert part.text.splitlines()[0] == "source: pasted lines (access)" and "time " not in part.text
     assert triage.window.source.startswith("triage:") and triage.window.source not in part.text

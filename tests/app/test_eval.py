@@ -119,3 +119,36 @@ def test_eval_cli_rules_only_json(tmp_path):
     overall = json.loads(result.stdout)["rules-only"]["overall"]
     assert (overall["attacks"], overall["detected"], overall["category_correct"]) == (1, 1, 1)
     assert (overall["benign"], overall["false_positives"]) == (1, 0)
+
+
+def test_eval_history_share_learns_history_first_and_scores_the_rest(tmp_path):
+    """A site's past and its present: half the benign requests are history (learned, never scored),
+    the rest and the attacks interleave; renamed parameters are found against the learned baseline,
+    and the report says how often normal requests were flagged at all."""
+    import random
+
+    rng = random.Random(3)
+    stamp = "10/Mar/2024:06:55:46 +0000"
+    lines, labels = [], []
+    for i in range(400):
+        attack = i % 10 == 9
+        name = f"qty{'ABCDEFG'[i % 7]}" if attack else "qty"  # renamed, a few clients per new name
+        lines.append(f'10.{i // 200}.{i % 200}.1 - - [{stamp}] "GET /shop/item.php?id={rng.randint(1, 99)}&{name}=2 '
+                     f'HTTP/1.1" 200 512 "-" "Mozilla/5.0"')
+        labels.append({"file": "shop/access.log", "line_start": i + 1, "line_end": i + 1,
+                       "category": "web_attack" if attack else "benign", "risk_min": "low" if attack else "info",
+                       **({} if attack else {"risk_max": "low"})})
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "access.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(u) + "\n" for u in labels))
+    result = CliRunner().invoke(eval_command, ["--labels", str(tmp_path / "labels.jsonl"), "--rules-only",
+                                               "--history-share", "0.5", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)["rules-only"]
+    overall = report["overall"]
+    assert overall["attacks"] == 40 and overall["benign"] == 180  # 180 of the 360 benign units were history
+    assert overall["detected"] >= 36
+    assert report["benign_flagged"]["low"] <= 0.02 and report["benign_flagged"]["medium"] == 0
+    off = CliRunner().invoke(eval_command, ["--labels", str(tmp_path / "labels.jsonl"), "--rules-only",
+                                            "--history-share", "0.5", "--baseline", "off", "--json"])
+    assert json.loads(off.stdout)["rules-only"]["overall"]["detected"] == 0  # the rules know nothing of qtyA

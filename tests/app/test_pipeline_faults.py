@@ -1,13 +1,15 @@
-"""Engine faults never lose a window: retry alone, then a rules-only record with the error stored;
-repeated failures open the circuit breaker. The engine here is a scripted stand-in (the code
-under test is the pipeline around it; the real engine has its own tests)."""
+"""Engine faults never lose a window: the rules' records are stored before the model is asked; a
+failed answer is retried alone, then its review is marked failed with the error shown; repeated
+failures open the circuit breaker and the rest waits for review. The engine here is a scripted
+stand-in (the code under test is the review around it; the real engine has its own tests)."""
 
 from pathlib import Path
 
 import pytest
 from _log_fixtures import write_logs
 
-from logwarden.app.pipeline import BREAKER_FAILURES, Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.review import BREAKER_FAILURES
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.engine.api import Generation, GenStats
 from logwarden.errors import ModelError
@@ -70,9 +72,9 @@ def test_invalid_output_falls_back_to_rules_with_the_error(setup, bad):
     path, store = setup
     metrics = analyze(store, ScriptedEngine([bad, bad]), path)
     brute = [r for r in records(store) if r.category == "brute_force"]
-    assert brute and all(r.decided_by == "rules" and r.llm_error for r in brute)
+    assert brute and all(r.decided_by == "rules" for r in brute)
     assert brute[0].risk_level == "high"  # the rules' floor stands
-    assert metrics.llm_failures >= 1
+    assert metrics.llm_failures >= 1 and store.count_reviews(status="failed") == 1
     assert any(e.stage == "engine" for e in store.list_errors())
 
 
@@ -98,3 +100,4 @@ def test_breaker_opens_after_repeated_failures(tmp_path):
     assert metrics.breaker_open
     assert len(engine.calls) == BREAKER_FAILURES  # nothing more was sent once the breaker opened
     assert metrics.records == BREAKER_FAILURES + 3  # every window still got its rules-only record
+    assert metrics.reviews_pending == 3  # what the breaker stopped waits for `review --pending`

@@ -83,7 +83,7 @@ def test_windows_are_cut_exactly_as_analyze_cuts_them(tmp_path, split):
     engine = RecordingEngine(count)
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     Pipeline(store, engine, RunOptions(llm_policy="all", max_prompts_per_window=None)).analyze([path])
-    assert [user_prompt(t) for t in made] == list(engine.requests)
+    assert sorted(user_prompt(t) for t in made) == sorted(engine.requests)  # the review asks riskiest first
 
 
 @pytest.fixture(scope="module")

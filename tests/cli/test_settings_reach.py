@@ -96,7 +96,8 @@ def test_analyze_gets_the_settings(engine, logs, tmp_path):
 
 
 def test_watch_gets_the_settings(engine, logs, tmp_path):
-    result = CliRunner().invoke(main, ["watch", str(logs), "--from-start", "--max-seconds", "4", "--db",
+    result = CliRunner().invoke(main, ["watch", str(logs), "--from-start", "--max-seconds", "6", "--llm-policy",
+                                       "signals", "--db",
                                        f"sqlite:///{tmp_path}/w.db"])
     assert result.exit_code == 0, result.output
     _used_the_settings(engine)

@@ -86,8 +86,11 @@ def test_embedded_gets_the_shipped_adapter_only_when_it_was_trained_on_this_prom
 
     assert (SECURITY_V2 / "adapter_config.json").is_file()
     assert (SECURITY_V2 / "adapter_model.safetensors").stat().st_size <= 16 * 1024 * 1024
-    assert backends.trained_prompt_version(SECURITY_V2) == PROMPT_VERSION
-    assert resolve_adapter("embedded", None) == str(SECURITY_V2) == str(default_adapter("embedded"))
+    # security-v2 was taught analyze_v2's answers: on analyze_v3's prompts it is applied only when named
+    assert backends.trained_prompt_version(SECURITY_V2) == "analyze_v2" != PROMPT_VERSION
+    shipped = backends.DEFAULT_ADAPTERS["embedded"]
+    expected = str(shipped) if backends.trained_prompt_version(shipped) == PROMPT_VERSION else None
+    assert resolve_adapter("embedded", None) == expected
     older = tmp_path / "security-v0"  # an adapter taught another prompt: applied only when named
     older.mkdir()
     (older / "adapter_config.json").write_text("{}")

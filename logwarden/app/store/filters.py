@@ -5,10 +5,10 @@ Owns: the meaning of each filter in SQL. Does not execute anything.
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, String, and_, cast, false, or_, true
+from sqlalchemy import ColumnElement, String, and_, cast, false, or_, select, true
 
 from logwarden.app.store.convert import as_utc
-from logwarden.app.store.tables import Record
+from logwarden.app.store.tables import ModelReview, ModelReviewRecord, Record
 from logwarden.app.store.types import RecordFilter
 from logwarden.errors import InputError
 from logwarden.schemas import RISK_LEVELS, risk_rank
@@ -37,6 +37,9 @@ def conditions(f: RecordFilter) -> list[ColumnElement[bool]]:
         found.append(_text_condition(f.text))
     if f.run_id is not None:
         found.append(Record.run_id == f.run_id)
+    if f.pending:
+        found.append(Record.id.in_(select(ModelReviewRecord.record_id).join(
+            ModelReview, ModelReview.id == ModelReviewRecord.review_id).where(ModelReview.status == "pending")))
     return found
 
 

@@ -156,6 +156,35 @@ def _step_run_owner(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE runs ADD COLUMN pid INTEGER"))
 
 
+def _step_baselines(conn: Connection) -> None:
+    """Baselines of normal (issue 28): profile rows (kind, scope, key) → JSON that several
+    watchers merge into, and the deviation refs an analyst muted."""
+    md = MetaData()
+    Table("baseline_profiles", md,
+          Column("kind", String(20), primary_key=True), Column("scope", Text, primary_key=True),
+          Column("key", Text, primary_key=True), Column("data", JSON, nullable=False),
+          Column("clients", Integer, nullable=False), Column("updated_at", DateTime, nullable=False))
+    Table("baseline_mutes", md,
+          Column("ref", Text, primary_key=True), Column("note", Text),
+          Column("created_at", DateTime, nullable=False))
+    md.create_all(conn)
+
+
+def _step_model_reviews(conn: Connection) -> None:
+    """Model reviews (issue 33): prompts waiting for the model (`pending`) or answered (`done`,
+    `failed`), most suspicious first, and the records each may change."""
+    md = MetaData()
+    Table("model_reviews", md,
+          Column("id", String(40), primary_key=True), Column("status", String(10), nullable=False, index=True),
+          Column("priority", Integer, nullable=False), Column("run_id", String(40), index=True),
+          Column("item", JSON, nullable=False), Column("error", Text),
+          Column("created_at", DateTime, nullable=False), Column("updated_at", DateTime, nullable=False))
+    Table("model_review_records", md,
+          Column("review_id", String(40), ForeignKey("model_reviews.id", ondelete="CASCADE"), primary_key=True),
+          Column("record_id", String(64), primary_key=True, index=True))
+    md.create_all(conn)
+
+
 MARKER_TABLE = "logwarden_store"
 
 
@@ -177,6 +206,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     # issue 16 (separate steps, so that other branches' steps can be ordered around them)
     (3, "source identity: generations, fingerprints, watched folders", _step_source_identity),
     (4, "run owner: host and pid", _step_run_owner),
+    (5, "baselines: profiles and muted deviations", _step_baselines),
+    (6, "model reviews: what waits for the model, and the records it may change", _step_model_reviews),
     # issue 32
     (9, "store marker: the database is logwarden's; sources keep their head", _step_store_marker),
 )

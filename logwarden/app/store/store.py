@@ -15,6 +15,7 @@ info). Does not know how records are produced, displayed or exported.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import socket
 import uuid
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, inspect, or_, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from logwarden.app.events import ErrorRow
@@ -41,14 +42,27 @@ from logwarden.app.store.convert import (
 from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, parse_url, sqlite_file
 from logwarden.app.store.filters import sort_column, where
 from logwarden.app.store.migrations import LATEST_VERSION, current_version, foreign_error, migrate, store_kind
-from logwarden.app.store.tables import Base, ErrorEntry, Record, Review, Run, Source, WatchedFolder, WindowResult
+from logwarden.app.store.tables import (
+    Base,
+    BaselineMute,
+    BaselineProfile,
+    ErrorEntry,
+    ModelReview,
+    Record,
+    Review,
+    Run,
+    Source,
+    WatchedFolder,
+    WindowResult,
+)
 from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
 from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
-TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders")
+TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
+          "baseline_profiles", "baseline_mutes", "model_reviews")
 COMMAND_MAX = 200  # runs.command's width
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
@@ -289,6 +303,84 @@ class Store:
 
     def kpis(self, filters: RecordFilter | None = None) -> dict[str, Any]:
         return self._aggregate(aggregates.kpis, filters)
+
+    # -- model reviews -----------------------------------------------------------------------
+
+    def pending_reviews(self, *, run_id: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Review items (JSON) waiting for the model, most suspicious first."""
+        stmt = select(ModelReview.item).where(ModelReview.status == "pending")
+        if run_id is not None:
+            stmt = stmt.where(ModelReview.run_id == run_id)
+        stmt = stmt.order_by(ModelReview.priority.desc(), ModelReview.created_at, ModelReview.id)
+        return self._scalars(stmt.limit(limit) if limit else stmt)
+
+    def count_reviews(self, *, status: str = "pending", run_id: str | None = None) -> int:
+        stmt = select(func.count()).select_from(ModelReview).where(ModelReview.status == status)
+        if run_id is not None:
+            stmt = stmt.where(ModelReview.run_id == run_id)
+        with self._read() as conn:
+            if not inspect(conn).has_table("model_reviews"):
+                return 0
+            return conn.execute(stmt).scalar_one()
+
+    # -- baselines ---------------------------------------------------------------------------
+
+    def baseline_rows(self, kind: str, scope: str) -> dict[str, Any]:
+        """Every row of one baseline scope: key → JSON."""
+        table = BaselineProfile.__table__
+        with self._read() as conn:
+            return {key: data for key, data in conn.execute(
+                select(table.c.key, table.c.data).where(table.c.kind == kind, table.c.scope == scope))}
+
+    def iter_baseline(self, *, kind: str | None = None, scope: str | None = None,
+                      batch: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every baseline row (kind, scope, key, data, clients), in key order, a batch at a time."""
+        table = BaselineProfile.__table__
+        stmt = select(table.c.kind, table.c.scope, table.c.key, table.c.data, table.c.clients)
+        if kind is not None:
+            stmt = stmt.where(table.c.kind == kind)
+        if scope is not None:
+            stmt = stmt.where(table.c.scope == scope)
+        with self._read() as conn:
+            result = conn.execute(stmt.order_by(table.c.kind, table.c.scope, table.c.key))
+            while rows := result.mappings().fetchmany(batch):
+                yield from (dict(row) for row in rows)
+
+    def baseline_summary(self) -> list[dict[str, Any]]:
+        """Per kind: rows, scopes and the JSON size they take."""
+        sizes: dict[str, dict[str, Any]] = {}
+        for row in self.iter_baseline():
+            entry = sizes.setdefault(row["kind"], {"kind": row["kind"], "rows": 0, "scopes": set(), "bytes": 0})
+            entry["rows"] += 1
+            entry["scopes"].add(row["scope"])
+            entry["bytes"] += len(json.dumps(row["data"], separators=(",", ":")))
+        return [{**e, "scopes": len(e["scopes"])} for e in sizes.values()]
+
+    def reset_baseline(self, *, kind: str | None = None, scope: str | None = None) -> int:
+        """Forget learned rows (all, one kind, or one scope of a kind); mutes stay."""
+        table = BaselineProfile.__table__
+        stmt = delete(table)
+        if kind is not None:
+            stmt = stmt.where(table.c.kind == kind)
+        if scope is not None:
+            stmt = stmt.where(table.c.scope == scope)
+        with self._write() as conn:
+            return conn.execute(stmt).rowcount
+
+    def baseline_mutes(self) -> set[str]:
+        with self._read() as conn:
+            if not inspect(conn).has_table("baseline_mutes"):
+                return set()
+            return set(conn.execute(select(BaselineMute.ref)).scalars())
+
+    def mute(self, ref: str, *, note: str | None = None) -> None:
+        with self._write() as conn:
+            conn.execute(delete(BaselineMute).where(BaselineMute.ref == ref))
+            conn.execute(insert(BaselineMute).values(ref=ref, note=note, created_at=utc_now()))
+
+    def unmute(self, ref: str) -> bool:
+        with self._write() as conn:
+            return conn.execute(delete(BaselineMute).where(BaselineMute.ref == ref)).rowcount > 0
 
     # -- info --------------------------------------------------------------------------------
 

@@ -192,3 +192,47 @@ class Review(Base):
     note: Mapped[str | None] = mapped_column(Text)
     reviewer: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
+
+
+class BaselineProfile(Base):
+    """One row of a learned baseline: kind (web, web-site, template, template-scope, entity, host),
+    scope (a site, a format/program, a host) and key (an endpoint, a message kind, a combination)."""
+
+    __tablename__ = "baseline_profiles"
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    scope: Mapped[str] = mapped_column(Text, primary_key=True)
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    data: Mapped[Any] = mapped_column(JSON)  # the profile's own JSON: an object or a list
+    clients: Mapped[int]
+    updated_at: Mapped[datetime]
+
+
+class BaselineMute(Base):
+    """A deviation ref (or a ref prefix) an analyst muted: never reported again."""
+
+    __tablename__ = "baseline_mutes"
+    ref: Mapped[str] = mapped_column(Text, primary_key=True)
+    note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class ModelReview(Base):
+    """One prompt for the model (app/review.py's ReviewItem as JSON): pending, done or failed."""
+
+    __tablename__ = "model_reviews"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    status: Mapped[str] = mapped_column(String(10), index=True)
+    priority: Mapped[int]
+    run_id: Mapped[str | None] = mapped_column(String(40), index=True)
+    item: Mapped[Any] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class ModelReviewRecord(Base):
+    """Which records a review may change (those are "awaiting review" while it is pending)."""
+
+    __tablename__ = "model_review_records"
+    review_id: Mapped[str] = mapped_column(ForeignKey("model_reviews.id", ondelete="CASCADE"), primary_key=True)
+    record_id: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)

@@ -61,6 +61,7 @@ class RecordFilter:
     technique: str | None = None  # "T1110" also matches its sub-techniques "T1110.001"…
     text: str | None = None  # substring of anomaly, trace, recommendation or indicators
     run_id: str | None = None
+    pending: bool = False  # only records a pending model review may still change ("awaiting review")
 
 
 @dataclass(slots=True)

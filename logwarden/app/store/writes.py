@@ -12,18 +12,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table, and_, delete, insert, select, tuple_, update
+from sqlalchemy import Connection, Table, and_, delete, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from logwarden.app.events import ErrorRow
 from logwarden.app.safetext import clean
 from logwarden.app.store.convert import KEEP_ON_UPDATE, evidence_rows, record_to_row, utc_now, window_to_row
-from logwarden.app.store.tables import ErrorEntry, EvidenceLine, Record, Source, WatchedFolder, WindowResult
+from logwarden.app.store.tables import (
+    BaselineProfile,
+    ErrorEntry,
+    EvidenceLine,
+    ModelReview,
+    ModelReviewRecord,
+    Record,
+    Source,
+    WatchedFolder,
+    WindowResult,
+)
 from logwarden.app.store.types import WindowRow
 from logwarden.schemas import RiskRecord
 
 _DIALECT_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 CHUNK = 500  # keeps IN lists and multi-row statements under SQLite's variable limit
+BASELINE_ROWS_MAX = 5000  # rows per baseline scope (endpoints of a site, message kinds of a program, a host's entities)
 
 
 class Transaction:
@@ -78,6 +89,61 @@ class Transaction:
     def add_watched_folders(self, paths: Sequence[str]) -> None:
         rows = [{"path": path, "first_watched_at": utc_now()} for path in paths]
         _upsert(self.conn, WatchedFolder.__table__, rows, keys=("path",), keep=("first_watched_at",))
+
+    def add_reviews(self, items: Sequence[Any]) -> int:
+        """Queue review items (app/review.py) as pending, with the records each may change; an item
+        queued again (re-analysis) is pending again."""
+        now = utc_now()
+        rows = [{"id": i.id, "status": "pending", "priority": i.priority, "run_id": i.run_id, "item": i.to_json(),
+                 "error": None, "created_at": now, "updated_at": now} for i in items]
+        for chunk in _chunks(rows):
+            _upsert(self.conn, ModelReview.__table__, list(chunk), keys=("id",), keep=("created_at",))
+        links = [{"review_id": i.id, "record_id": r} for i in items for r in i.record_ids]
+        for chunk in _chunks(links):
+            _upsert(self.conn, ModelReviewRecord.__table__, list(chunk), keys=("review_id", "record_id"), keep=())
+        return len(rows)
+
+    def finish_reviews(self, outcomes: Sequence[tuple[str, str, str | None]]) -> None:
+        """(review id, "done" | "failed", error) for each answered item."""
+        now = utc_now()
+        for review_id, status, error in outcomes:
+            self.conn.execute(update(ModelReview).where(ModelReview.id == review_id)
+                              .values(status=status, error=(error or None) and error[:2000], updated_at=now))
+
+    def baseline_rows(self, kind: str, scope: str, keys: Sequence[str]) -> dict[str, Any]:
+        """The stored rows of `keys`, locked for the merge that follows: on PostgreSQL a
+        transaction-scoped advisory lock per (kind, scope) serialises watchers that extend the same
+        profile (SQLite's write lock already does)."""
+        if self.conn.dialect.name == "postgresql":
+            self.conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"baseline|{kind}|{scope}"})
+        table, found = BaselineProfile.__table__, {}
+        for chunk in _chunks(list(keys)):
+            rows = self.conn.execute(select(table.c.key, table.c.data).where(
+                table.c.kind == kind, table.c.scope == scope, table.c.key.in_(chunk)))
+            found.update({key: data for key, data in rows})
+        return found
+
+    def put_baseline(self, kind: str, scope: str, rows: dict[str, tuple[Any, int]]) -> None:
+        """Write merged profile rows: key → (JSON, distinct clients)."""
+        now = utc_now()
+        dicts = [{"kind": kind, "scope": scope, "key": key, "data": data, "clients": clients, "updated_at": now}
+                 for key, (data, clients) in rows.items()]
+        for chunk in _chunks(dicts):
+            _upsert(self.conn, BaselineProfile.__table__, list(chunk), keys=("kind", "scope", "key"), keep=())
+        self._cap_baseline(kind, scope)
+
+    def _cap_baseline(self, kind: str, scope: str) -> None:
+        """A scope keeps at most BASELINE_ROWS_MAX rows: the fewest clients, longest unseen go first."""
+        table = BaselineProfile.__table__
+        where = and_(table.c.kind == kind, table.c.scope == scope, table.c.key != "")
+        count = self.conn.execute(select(func.count()).select_from(table).where(where)).scalar_one()
+        if count <= BASELINE_ROWS_MAX:
+            return
+        doomed = self.conn.execute(select(table.c.key).where(where).order_by(table.c.clients, table.c.updated_at)
+                                   .limit(count - BASELINE_ROWS_MAX)).scalars().all()
+        for chunk in _chunks(doomed):
+            self.conn.execute(delete(table).where(table.c.kind == kind, table.c.scope == scope,
+                                                  table.c.key.in_(chunk)))
 
     def _replace_evidence(self, records: Sequence[RiskRecord]) -> None:
         ids = [r.id for r in records]

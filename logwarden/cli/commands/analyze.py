@@ -12,11 +12,13 @@ from rich.table import Table
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
 from logwarden.cli.common import (
+    baseline_option,
     db_option,
     engine_options,
     err_console,
     handle_errors,
     json_option,
+    llm_budget_option,
     make_engine_options,
     open_for_writing,
     open_store_from,
@@ -30,9 +32,12 @@ from logwarden.schemas import RISK_LEVELS
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--rules-only", is_flag=True, help="Deterministic detectors only; no model is loaded.")
-@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="suspicious", show_default=True,
-              help="Which windows the model sees: signals = only windows a rule fired on; suspicious = those plus "
-                   "quiet windows with alarming words and a 1-in-20 sample; all = every window.")
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="deviations", show_default=True,
+              help="What the model reviews: deviations = windows holding a baseline deviation, shown as the "
+                   "deviations' own lines (rules' lines are summary rows); signals = those and windows a rule fired "
+                   "on; suspicious = those and quiet windows with alarming words and a 1-in-20 sample; all = every "
+                   "window (the last three show rare lines too).")
+@llm_budget_option
 @click.option("--include", multiple=True, help="Glob of files to include (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to exclude (repeatable).")
 @click.option("--max-batch", type=int, default=None, help="Most prompts per model call (default: LOGWARDEN_MAX_BATCH, 8).")
@@ -50,18 +55,20 @@ from logwarden.schemas import RISK_LEVELS
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, include, exclude, throughput, resume, node, final, export_format,
-            export_out, sigma_paths, db_url, as_json, **engine_kw):
+def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, throughput, resume, node, final,
+            export_format, export_out, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), rules_only=rules_only, llm_policy=llm_policy,
                                        max_batch=engine_opts.max_batch, include=include, exclude=exclude,
-                                       resume=resume, final=final, node=node, sigma=sigma_paths)
+                                       resume=resume, final=final, node=node, sigma=sigma_paths,
+                                       baseline=baseline_mode, llm_budget=llm_budget)
     store = open_store_from(db_url)
     engine = None
     if not rules_only:
@@ -161,10 +168,13 @@ def _print_summary(m: RunMetrics) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows = [("files", m.files), ("lines read", m.lines), ("lines/s", f"{m.as_dict()['lines_per_s']:,.0f}"),
-            ("windows", m.windows), ("windows sent to model", m.windows_llm),
-            ("windows skipped by policy", m.windows_skipped_by_policy), ("model calls", m.llm_calls),
-            ("model failures", m.llm_failures), ("compression ratio", _ratio(m.compression_ratio)),
-            ("records", m.records), ("errors", m.errors)]
+            ("windows", m.windows), ("baseline deviations", m.deviations),
+            ("windows for the model", m.windows_llm), ("prompts queued", m.prompts_queued),
+            ("model calls", m.llm_calls), ("model failures", m.llm_failures),
+            ("awaiting review", m.reviews_pending), ("deviations judged normal", m.deviations_dismissed),
+            ("compression ratio", _ratio(m.compression_ratio)), ("records", m.records), ("errors", m.errors)]
+    if m.budget:
+        rows.append(("model budget", m.budget))
     if m.windows_llm:  # what the model was shown, and what it made up
         rows += [("rare lines seen by the model", f"{m.rare_lines_shown:,}/{m.rare_lines_llm:,}"
                   + (f" ({m.rare_line_coverage:.0%})" if m.rare_line_coverage is not None else "")),
@@ -189,6 +199,10 @@ def _ratio(ratio: float | None) -> str:
 
 
 def _print_notes(m: RunMetrics) -> None:
+    if m.reviews_pending:
+        err_console.print(f"note: {m.reviews_pending} prompt(s) await the model's review (the budget ran out); "
+                          "their records are stored as the rules and baselines made them: "
+                          "`logwarden review --pending` continues", highlight=False)
     if m.held_back_lines:
         err_console.print(f"note: {m.held_back_lines} file(s) end in a line without a newline (still being "
                           "written?); it was left for `--resume` — pass --final to read it now", highlight=False)

@@ -9,15 +9,25 @@ of a realdata split. Scoring lives in `app/evaluate.py`.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from logwarden.app.config import get_settings
-from logwarden.app.evaluate import EvalRun, Scores, filter_units, labelled_files, load_labels, run_eval
+from logwarden.app.evaluate import (
+    EvalRun,
+    Scores,
+    filter_units,
+    history_scenario,
+    labelled_files,
+    load_labels,
+    run_eval,
+)
 from logwarden.app.pipeline import LLM_POLICIES, RunOptions
 from logwarden.cli.common import (
+    baseline_option,
     engine_options,
     err_console,
     handle_errors,
@@ -42,12 +52,19 @@ from logwarden.cli.common import (
               help="Which side of --split to score.")
 @click.option("--max-prompts-per-window", type=click.IntRange(min=0), default=None,
               help="Prompts a window's rare lines may take (0 = as many as they need; default: analyze's).")
+@click.option("--history-share", type=click.FloatRange(0, 1, max_open=True), default=None,
+              help="Score each source as a site with a past: this share of its benign units (file order) is "
+                   "history the baseline learns first (never scored); the rest and every attack unit are "
+                   "interleaved in a seeded order and scored.")
+@click.option("--seed", type=int, default=7, show_default=True, help="The interleaving's seed (with --history-share).")
 @sigma_option
+@baseline_option
 @engine_options
 @json_option
 @handle_errors
 def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, split_path: Path | None, side: str,
-                 max_prompts_per_window: int | None, as_json: bool, sigma_paths, **engine_kw):
+                 max_prompts_per_window: int | None, history_share: float | None, seed: int, as_json: bool,
+                 sigma_paths, baseline_mode, **engine_kw):
     """Score detection recall, false positives and category accuracy against labelled log lines."""
     units = load_labels(labels_path)
     labels_dir = labels_path.resolve().parent
@@ -55,26 +72,48 @@ def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, sp
         from logwarden.train.realdata import load_split, side_of
 
         units = filter_units(units, side_of(load_split(split_path)), side)
-    targets = list(paths) or labelled_files(units, labels_dir)
+    if history_share is not None and paths:
+        raise click.UsageError("--history-share builds its own test files from the labelled units: drop PATH")
+    with tempfile.TemporaryDirectory(prefix="logwarden-history-") as tmp:
+        history: list[Path] = []
+        if history_share is not None:
+            scenario = history_scenario(units, labels_dir, Path(tmp), share=history_share, seed=seed)
+            units, labels_dir, paths, history = scenario.units, scenario.folder, scenario.test, scenario.history
+        runs = _runs(units, labels_dir, list(paths) or labelled_files(units, labels_dir), history, rules_only,
+                     llm_policy, max_prompts_per_window, sigma_paths, baseline_mode, engine_kw)
+    if as_json:
+        print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
+    else:
+        err_console.print(results_table(runs))
+        err_console.print(flagged_line(runs), highlight=False)
+        if len(runs) > 1:
+            err_console.print(model_table(runs[1:]))
+
+
+def _runs(units, labels_dir: Path, targets: list[Path], history: list[Path], rules_only: bool, llm_policy: str,
+          max_prompts_per_window: int | None, sigma_paths, baseline_mode, engine_kw) -> list[EvalRun]:
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), llm_policy=llm_policy, max_batch=engine_opts.max_batch,
-                                       sigma=tuple(sigma_paths))
+                                       sigma=tuple(sigma_paths), baseline=baseline_mode)
     if max_prompts_per_window is not None:  # 0 = as many prompts as the rare lines need
         options.max_prompts_per_window = max_prompts_per_window or None
-    runs = [run_eval(units, labels_dir, targets, name="rules-only", options=options)]
+    runs = [run_eval(units, labels_dir, targets, name="rules-only", options=options, history=history)]
     if not rules_only:
         from logwarden.app.backends import open_engine
 
         err_console.print("loading model …", highlight=False)
         engine = open_engine(engine_opts)
         name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
-        runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, options=options))
-    if as_json:
-        print_json({run.name: run.report.as_dict() | {"metrics": run.metrics} for run in runs})
-    else:
-        err_console.print(results_table(runs))
-        if len(runs) > 1:
-            err_console.print(model_table(runs[1:]))
+        runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, options=options,
+                             history=history))
+    return runs
+
+
+def flagged_line(runs: list[EvalRun]) -> str:
+    """How often benign units were touched by a record at all (low and up), whatever their risk_max."""
+    return "benign units flagged: " + "; ".join(
+        f"{run.name}: " + ", ".join(f"≥{level} {_pct(share)}" for level, share in run.report.benign_flagged().items())
+        for run in runs)
 
 
 def _pct(value: float | None) -> str:

@@ -7,11 +7,14 @@ import threading
 import click
 
 from logwarden.app.config import get_settings
+from logwarden.app.pipeline import LLM_POLICIES
 from logwarden.cli.common import (
+    baseline_option,
     db_option,
     engine_options,
     err_console,
     handle_errors,
+    llm_budget_option,
     make_engine_options,
     open_store_from,
     sigma_option,
@@ -27,14 +30,18 @@ from logwarden.cli.terminal import shown
               help="Analyse as soon as a file has this many new lines (default 500).")
 @click.option("--from-start", is_flag=True, help="Read files that exist at start from their beginning (default: tail).")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="deviations", show_default=True,
+              help="What the model reviews (as in analyze); it reviews beside the watcher, never in its way.")
+@llm_budget_option
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
 @sigma_option
+@baseline_option
 @engine_options
 @db_option
 @handle_errors
-def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, node, sigma_paths, db_url,
-          **engine_kw):
+def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
+          sigma_paths, baseline_mode, db_url, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly)."""
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.watch import Watcher, stop_signals
@@ -47,7 +54,8 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
 
         engine = open_engine(engine_opts)
     options = RunOptions.from_settings(settings, rules_only=rules_only, max_batch=engine_opts.max_batch,
-                                       node=node, sigma=sigma_paths)
+                                       node=node, sigma=sigma_paths, baseline=baseline_mode, llm_policy=llm_policy,
+                                       llm_budget=llm_budget)
     options.commit_every_windows = None  # a batch's records and its offset land in one transaction
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.

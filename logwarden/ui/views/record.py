@@ -15,6 +15,7 @@ import streamlit as st
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
+from logwarden.ui.deviations import deviation_actions
 from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines
 from logwarden.ui.text import escape_markdown, technique_link
 
@@ -37,6 +38,7 @@ def render() -> None:
     _evidence(record)
     _indicators_and_techniques(record)
     _provenance(record)
+    deviation_actions(url, record)
     _review(url, record)
 
 

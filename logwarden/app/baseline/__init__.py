@@ -1,0 +1,315 @@
+"""Baselines of normal, learned from the logs themselves without labels, kept in the store.
+
+`Baseline.observe(window, miner)` judges a window against what is known (web requests per site
+and endpoint, message kinds per format and program, first-seen activity per host) and then learns
+from it; the deviations come back as `Deviation`s, which the pipeline turns into `lw-baseline-*`
+signals and the digest shows the model with their baseline context. Modes: `judge` (analyze and
+watch: judge, then learn what did not deviate — deviating parts wait as pending), `learn`
+(`logwarden baseline learn`: history an analyst chose, learned whole, nothing judged) and `off`.
+
+Profiles are rows (kind, scope, key) → JSON. A run loads a scope's rows the first time it meets
+the scope, keeps what it learns both in them and in a *delta*, and `flush(tx)` merges the deltas
+into the stored rows inside the pipeline's transaction — so several watchers on several hosts
+extend one baseline without overwriting each other. Muted refs are never reported; accepted
+refs join the baseline.
+
+Owns the orchestration; the profiles live in web.py, templates.py and entities.py. Knows nothing
+of SQL (the store is a `ProfileRows`) or of records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from logwarden.app.baseline.deviation import Deviation, ref_parts, settle_levels, to_signal
+from logwarden.app.baseline.entities import (
+    IMAGE_CALLS,
+    EntityStats,
+    HostAge,
+    calls_key,
+    entities_of,
+    entity_key,
+    first_seen,
+)
+from logwarden.app.baseline.templates import TemplateScope, TemplateStats, day_of, new_clusters, novelty, scope_of
+from logwarden.app.baseline.web import (
+    EndpointProfile,
+    SiteProfile,
+    client_id,
+    judge_request,
+    requests_of,
+    unknown_endpoint,
+)
+from logwarden.app.events import Signal
+from logwarden.app.mine import SourceMiner, Window
+from logwarden.errors import InputError
+
+MODES = ("judge", "learn", "off")
+WEB_FORMATS = frozenset(("access", "http_request", "w3c", "aws_lb", "json"))
+ENTITY_FORMATS = frozenset(("windows", "syslog", "rfc5424"))
+# kind → the class of its rows (the scope summary rows of templates/entities have key "")
+ROW_CLASSES: dict[str, Any] = {"web-site": SiteProfile, "web": EndpointProfile, "template-scope": TemplateScope,
+                               "template": TemplateStats, "host": HostAge, "entity": EntityStats}
+
+
+class ProfileRows(Protocol):
+    """Where profiles are kept (the store): rows (kind, scope, key) → JSON."""
+
+    def baseline_rows(self, kind: str, scope: str) -> dict[str, dict]: ...
+
+    def baseline_mutes(self) -> set[str]: ...
+
+
+class Baseline:
+    def __init__(self, rows: ProfileRows | None, *, mode: str = "judge"):
+        if mode not in MODES:
+            raise InputError(f"baseline mode {mode!r}: choose one of {', '.join(MODES)}")
+        self.mode = mode
+        self._rows = rows
+        self._current: dict[tuple[str, str, str], Any] = {}
+        self._delta: dict[tuple[str, str, str], Any] = {}
+        self._loaded: set[tuple[str, str]] = set()
+        self._counts: dict[tuple[str, str], int] = {}  # rows per (kind, scope), for "N known endpoints"
+        self._mutes = rows.baseline_mutes() if rows is not None and mode != "off" else set()
+        self.deviations = 0
+
+    # ---- the window ------------------------------------------------------------------------
+
+    def observe(self, window: Window, miner: SourceMiner) -> list[Deviation]:
+        """Judge the window (mode `judge`), then learn from it. Returns its deviations, muted ones left out."""
+        if self.mode == "off":
+            return []
+        found: list[Deviation] = []
+        if window.format in WEB_FORMATS:
+            for request in requests_of(window.events, window.format):
+                found += self._request(request)
+        if window.format not in ("access", "http_request", "w3c", "aws_lb"):
+            found += self._templates(window, miner)
+        if window.format in ENTITY_FORMATS:
+            found += self._entities(window)
+        kept = [d for d in found if not self._muted(d.ref)]
+        self.deviations += len(kept)
+        return kept
+
+    def signals(self, window: Window, miner: SourceMiner) -> list[Signal]:
+        return [to_signal(d, window.source) for d in self.observe(window, miner)]
+
+    @property
+    def judging(self) -> bool:
+        return self.mode == "judge"
+
+    # ---- web ---------------------------------------------------------------------------------
+
+    def _request(self, request) -> list[Deviation]:
+        client = client_id(request)
+        site = self._profile("web-site", request.site, "")
+        endpoint = self._peek("web", request.site, request.endpoint)
+        deviations: list[Deviation] = []
+        if self.judging and site.endpoints_judged and endpoint is None:
+            ops = site.learn_ops(client, request.endpoint)
+            self._apply("web-site", request.site, "", ops)
+            if ops[-1][0] == "pend":  # an unknown endpoint not yet asked for by enough clients
+                deviations = [unknown_endpoint(request, site, self._count("web", request.site))]
+                settle_levels(deviations)
+                return deviations
+        else:
+            self._apply("web-site", request.site, "", site.learn_ops(client))
+        endpoint = self._profile("web", request.site, request.endpoint)
+        if self.judging and site.warm and endpoint.warm:
+            deviations = judge_request(request, endpoint)
+            settle_levels(deviations)
+        skip = {d.extra["param"] for d in deviations if "param" in d.extra}
+        ops = endpoint.learn_ops(request, client, skip=skip, trusted=self.mode == "learn")
+        self._apply("web", request.site, request.endpoint, ops)
+        if endpoint.requests <= 2:  # a first request makes a singleton, a second unmakes it
+            self._apply("web-site", request.site, "", [("single", 1 if endpoint.requests == 1 else -1)])
+        return deviations
+
+    # ---- message kinds ---------------------------------------------------------------------------
+
+    def _templates(self, window: Window, miner: SourceMiner) -> list[Deviation]:
+        fresh = new_clusters(window, miner) if self.judging else set()
+        groups: dict[int, tuple[list[int], set[str], Any]] = {}
+        for event, cid in zip(window.events, window.cluster_ids):
+            lines, hosts, _ = groups.setdefault(cid, ([], set(), event))
+            lines.append(event.line_no)
+            hosts.add(event.host or "-")
+        deviations = []
+        for cid, (lines, hosts, event) in groups.items():
+            scope, template, day = scope_of(event, window.format), miner.template(cid), day_of(event)
+            age = self._profile("template-scope", scope, "")
+            if cid in fresh and age.warm and self._peek("template", scope, template) is None:
+                deviations.append(novelty(scope, template, age, self._count("template", scope), lines))
+            for target in self._both("template-scope", scope, ""):
+                target.learn(len(lines), [day] if day is not None else [])
+            for stats in self._both("template", scope, template):
+                stats.learn(len(lines), hosts, day)
+        for deviation in deviations:
+            settle_levels([deviation])
+        return deviations
+
+    # ---- first-seen entities -------------------------------------------------------------------
+
+    def _entities(self, window: Window) -> list[Deviation]:
+        found: dict[str, Deviation] = {}
+        for event in window.events:
+            entities = entities_of(event)
+            if not entities:
+                continue
+            host, day = entities[0].host, day_of(event)
+            age = self._profile("host", host, "")
+            for entity in entities:
+                if self._first_seen(entity, age):
+                    if entity_key(entity) in found:
+                        found[entity_key(entity)].lines.append(event.line_no)
+                    else:
+                        found[entity_key(entity)] = first_seen(entity, age, event.line_no)
+                for key in filter(None, (entity_key(entity), calls_key(entity))):
+                    for stats in self._both("entity", host, key):
+                        stats.learn(day)
+        for host, events, days in _hosts_of(window):
+            for age in self._both("host", host, ""):
+                age.learn(events, days)
+        deviations = list(found.values())
+        for deviation in deviations:
+            settle_levels([deviation])
+        return deviations
+
+    def _first_seen(self, entity, age: HostAge) -> bool:
+        """Never seen on a host with history; a command line only for a program the host runs often."""
+        if not (self.judging and age.warm) or self._peek("entity", entity.host, entity_key(entity)) is not None:
+            return False
+        calls = calls_key(entity)
+        return calls is None or (self._peek("entity", entity.host, calls) or EntityStats()).count >= IMAGE_CALLS
+
+    # ---- analyst actions -----------------------------------------------------------------------
+
+    def accept(self, ref: str) -> str:
+        """Make what a deviation's ref names part of the baseline; returns what was accepted."""
+        kind, scope, *rest = ref_parts(ref) + ["", "", ""]
+        if kind == "web" and rest[1] == "endpoint":
+            site = self._profile("web-site", scope, "")
+            for profile in self._both("web-site", scope, ""):
+                profile.pending.pop(rest[0], None)
+            self._profile("web", scope, rest[0])
+            self._delta.setdefault(("web", scope, rest[0]), EndpointProfile())
+            return f"endpoint {rest[0]} of {scope} ({site.requests:,} requests known)"
+        if kind == "web":
+            for profile in self._both("web", scope, rest[0]):
+                profile.accepted.add(rest[2])
+                profile.pending.pop(rest[2], None)
+            return f"parameter {rest[2]!r} of {rest[0]} on {scope}"
+        if kind == "template":
+            for stats in self._both("template", scope, rest[0]):
+                stats.learn(1, (), None)
+            return f"message kind {rest[0]!r} of {scope}"
+        if kind == "entity":
+            for stats in self._both("entity", scope, f"{rest[0]} {rest[1]}"):
+                stats.learn(None)
+            return f"{rest[0]} {rest[1]!r} on {scope}"
+        raise InputError(f"{ref!r} is not a baseline deviation ref (they look like web|site|GET /path|name|param)")
+
+    def add_rows(self, rows: Iterable[dict]) -> int:
+        """Exported rows (kind, scope, key, data) to merge into the store at the next flush, each
+        checked by reading it back into its profile class (a bad row is an InputError, nothing kept)."""
+        added: dict[tuple[str, str, str], Any] = {}
+        for number, row in enumerate(rows, start=1):
+            try:
+                kind, scope, key = str(row["kind"]), str(row["scope"]), str(row["key"])
+                added[(kind, scope, key)] = ROW_CLASSES[kind].from_json(row["data"])
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise InputError(f"baseline row {number}: not a logwarden baseline row ({type(exc).__name__}: "
+                                 f"{str(exc)[:120]}). Fix: import a file written by `logwarden baseline export`.")
+        for address, profile in added.items():
+            delta = self._delta.get(address)
+            if delta is None:
+                self._delta[address] = profile
+            else:
+                delta.merge(profile)
+        return len(added)
+
+    def _muted(self, ref: str) -> bool:
+        return any(ref == mute or ref.startswith(mute + "|") for mute in self._mutes)
+
+    # ---- rows ------------------------------------------------------------------------------------
+
+    def _load(self, kind: str, scope: str) -> None:
+        if (kind, scope) in self._loaded:
+            return
+        self._loaded.add((kind, scope))
+        if self._rows is None:
+            return
+        cls = ROW_CLASSES[kind]
+        for key, data in self._rows.baseline_rows(kind, scope).items():
+            self._current[(kind, scope, key)] = cls.from_json(data)
+            self._counts[(kind, scope)] = self._counts.get((kind, scope), 0) + 1
+
+    def _peek(self, kind: str, scope: str, key: str):
+        self._load(kind, scope)
+        return self._current.get((kind, scope, key))
+
+    def _profile(self, kind: str, scope: str, key: str):
+        found = self._peek(kind, scope, key)
+        if found is None:
+            found = self._current[(kind, scope, key)] = ROW_CLASSES[kind]()
+            self._counts[(kind, scope)] = self._counts.get((kind, scope), 0) + 1
+        return found
+
+    def _count(self, kind: str, scope: str) -> int:
+        self._load(kind, scope)
+        return self._counts.get((kind, scope), 0)
+
+    def _both(self, kind: str, scope: str, key: str) -> Iterable[Any]:
+        """The profile and its delta: what is learned goes to both (the delta is what flush merges)."""
+        current = self._profile(kind, scope, key)
+        delta = self._delta.get((kind, scope, key))
+        if delta is None:
+            delta = self._delta[(kind, scope, key)] = ROW_CLASSES[kind]()
+        return (current, delta)
+
+    def _apply(self, kind: str, scope: str, key: str, ops: list[tuple]) -> None:
+        for profile in self._both(kind, scope, key):
+            profile.apply(ops)
+
+    def take_deltas(self) -> dict[tuple[str, str, str], Any]:
+        deltas, self._delta = self._delta, {}
+        return deltas
+
+    def flush(self, tx) -> int:
+        """Merge what was learned since the last flush into the stored rows (in `tx`); the merged
+        rows become this run's view. Returns the rows written."""
+        deltas = self.take_deltas()
+        by_scope: dict[tuple[str, str], dict[str, Any]] = {}
+        for (kind, scope, key), delta in deltas.items():
+            by_scope.setdefault((kind, scope), {})[key] = delta
+        for (kind, scope), rows in by_scope.items():
+            cls = ROW_CLASSES[kind]
+            stored = tx.baseline_rows(kind, scope, list(rows))
+            merged = {}
+            for key, delta in rows.items():
+                base = cls.from_json(stored[key]) if key in stored else cls()
+                base.merge(delta)
+                merged[key] = base
+                self._current[(kind, scope, key)] = base
+            tx.put_baseline(kind, scope, {key: (m.to_json(), _clients(m)) for key, m in merged.items()})
+        return len(deltas)
+
+
+def _hosts_of(window: Window) -> list[tuple[str, int, list[int]]]:
+    """(host, events, distinct days) of a window's events that name a host."""
+    counts: dict[str, list] = {}
+    for event in window.events:
+        host = str(event.host or event.fields.get("Computer") or "-").lower()[:200]
+        entry = counts.setdefault(host, [0, set()])
+        entry[0] += 1
+        if event.ts is not None:
+            entry[1].add(event.ts.toordinal())
+    return [(host, n, sorted(days)) for host, (n, days) in counts.items()]
+
+
+def _clients(profile: Any) -> int:
+    support = getattr(profile, "support", None) or getattr(profile, "hosts", None)
+    if support is not None:
+        return support.clients()
+    return getattr(profile, "events", 0) or getattr(profile, "lines", 0)

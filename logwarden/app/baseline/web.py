@@ -1,0 +1,430 @@
+"""Per-site, per-endpoint web profiles: which endpoints a site serves, which parameters each takes
+and what their values look like — learned from access logs and raw request dumps, without labels.
+
+Owns: turning a window's events into requests (`requests_of`: one access-log line is one request;
+a raw HTTP dump's request line, Cookie header and body are assembled into one), endpoint keys
+(method + path with ids, hashes and UUIDs masked), the endpoint and site profiles, and judging a
+request against them. Support is counted per distinct client (address, else session cookie, else
+user, else the request itself), so one client flooding a renamed parameter never makes it
+normal; nothing is judged before a site and an endpoint have enough clients (warm-up). A request's
+deviating parts are not learned: they wait as *pending* until enough distinct clients show them
+(a new page or parameter the site really added), or an analyst accepts them.
+Knows nothing of the store (profiles come and go as JSON) or of signals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from logwarden.app.baseline.deviation import Deviation, make_ref
+from logwarden.app.baseline.sketch import Support, client_hash
+from logwarden.app.baseline.values import Value, ValueModel, attack_syntax, decoded
+from logwarden.app.events import Event
+
+SITE_K = ENDPOINT_K = 64
+PENDING_K = 32
+SITE_WARMUP = 20  # distinct clients before a site's unknown endpoints are judged
+# … and only while the chance that a request's endpoint is new is below this (Good-Turing: the
+# share of requests whose endpoint was seen once): a shop's fixed pages, not a blog's long tail
+NEW_ENDPOINT_CHANCE = 0.01
+ENDPOINT_WARMUP = 20  # … before an endpoint's parameters are judged
+NAME_MIN = 3  # clients a parameter name needs before it is usual
+PROMOTE = 20  # clients that must show a pending endpoint or parameter before it is learned unasked
+PRESENT_SHARE = 0.98  # a parameter in this share of an endpoint's requests is expected in every one
+PARAMS_MAX = 64  # parameters an endpoint profile keeps (the least supported go first)
+PENDING_MAX = 256  # pending endpoints a site keeps
+REQUEST_PARAMS_MAX = 256  # parameters of one request that are looked at (the rest are counted)
+NAME_MAX = 128
+SESSION_COOKIES = ("jsessionid", "phpsessid", "asp.net_sessionid", "sessionid", "session", "sid", "connect.sid",
+                   "laravel_session", "_session_id")
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = re.compile(r"(?=[^/]*\d)(?=[^/]*[a-fA-F])[0-9a-fA-F]{12,}")
+_DIGITS = re.compile(r"\d{4,}")
+_ANY_DIGIT = re.compile(r"\d")
+_MASKED: dict[str, str] = {}  # path → its masked form (pages repeat)
+_ROTATED = re.compile(r"(?:[.-]\d+|[.-]\d{8}|\.gz|\.bz2|\.xz|\.old)+$")
+
+
+@dataclass(slots=True)
+class Request:
+    site: str
+    method: str
+    endpoint: str
+    params: list[tuple[str, Value]]  # (name, value) in order, at most REQUEST_PARAMS_MAX
+    client: str
+    lines: list[int]
+    dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
+
+
+def endpoint_key(method: str, path: str) -> str:
+    """`GET /shop/item/12345/a1b2c3d4e5f6a7b8` → `GET /shop/item/{n}/{hex}`."""
+    path = path.split("?", 1)[0].split("#", 1)[0][:512] or "/"
+    masked = _MASKED.get(path)
+    if masked is None:
+        masked = _mask_path(path)
+        if len(_MASKED) >= 50_000:
+            _MASKED.clear()
+        _MASKED[path] = masked
+    return f"{method.upper()[:16]} {masked}"
+
+
+def _mask_path(path: str) -> str:
+    if not _ANY_DIGIT.search(path):  # ids, hashes and UUIDs all hold a digit
+        return path
+    return _DIGITS.sub("{n}", _HEX.sub("{hex}", _UUID.sub("{uuid}", path)))
+
+
+def site_of(event: Event) -> str:
+    """The site a request was made to: its virtual host, else the log it came from (rotations folded)."""
+    vhost = event.fields.get("vhost") or event.fields.get("host_header")
+    if isinstance(vhost, str) and vhost:
+        return vhost.lower()[:200]
+    return _ROTATED.sub("", event.source.rsplit("/", 1)[-1]) or event.source
+
+
+def _params(query: str) -> tuple[list[tuple[str, Value]], int]:
+    pairs = [part for part in query.split("&", REQUEST_PARAMS_MAX) if part]
+    kept = []
+    for part in pairs[:REQUEST_PARAMS_MAX]:
+        name, _, value = part.partition("=")
+        if "%" in name or "+" in name:
+            name = decoded(name[: NAME_MAX * 3]).decode("latin-1")
+        kept.append((name[:NAME_MAX], Value.of(value)))
+    dropped = query.count("&") + 1 - len(kept) if len(pairs) > REQUEST_PARAMS_MAX else 0
+    return kept, max(0, dropped)
+
+
+def _client(event: Event, session: str | None = None) -> str:
+    for name in ("src_ip", "user"):
+        value = event.fields.get(name)
+        if isinstance(value, str) and value and value != "-":
+            return f"{name}:{value}"
+    if session:
+        return f"session:{session}"
+    return f"request:{event.source}:{event.line_no}"  # nothing tells clients apart: each request is its own
+
+
+def session_of(cookie: str) -> str:
+    """The session id a Cookie header carries (the whole header when no known session cookie is in it)."""
+    for part in cookie.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name.lower() in SESSION_COOKIES and value:
+            return value[:128]
+    return cookie[:256]
+
+
+def requests_of(events: Iterable[Event], fmt: str) -> Iterator[Request]:
+    """The requests a window holds. Raw HTTP dumps (`http_request`) are assembled from their lines."""
+    if fmt == "http_request":
+        yield from _dumped_requests(events)
+        return
+    for event in events:
+        request = _logged_request(event)
+        if request is not None:
+            yield request
+
+
+def _logged_request(event: Event, session: str | None = None) -> Request | None:
+    method, path = event.fields.get("method"), event.fields.get("path")
+    if not (isinstance(method, str) and isinstance(path, str) and path):
+        return None
+    query = path.split("?", 1)[1] if "?" in path else ""
+    params, dropped = _params(query)
+    return Request(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
+                   client=_client(event, session), lines=[event.line_no], dropped=dropped)
+
+
+@dataclass(slots=True)
+class _Dump:
+    """One raw request being read: its request line, then a Cookie header, then maybe a body."""
+
+    line: Event
+    session: str | None = None
+    body: Event | None = None
+    lines: list[int] = field(default_factory=list)
+
+    def request(self) -> Request | None:
+        request = _logged_request(self.body or self.line, self.session)
+        if request is not None:
+            request.lines = sorted({self.line.line_no, *([self.body.line_no] if self.body else [])})
+        return request
+
+
+def _dumped_requests(events: Iterable[Event]) -> Iterator[Request]:
+    current: _Dump | None = None
+    for event in events:
+        fields = event.fields
+        if event.format == "access" and "path" in fields and "body" not in fields:
+            if current is not None and (request := current.request()) is not None:
+                yield request
+            current = _Dump(event)
+        elif current is None:
+            continue
+        elif event.format == "http_header" and fields.get("header") == "cookie":
+            current.session = session_of(str(fields.get("value", "")))
+        elif "body" in fields:
+            current.body = event
+    if current is not None and (request := current.request()) is not None:
+        yield request
+
+
+# ---- profiles ---------------------------------------------------------------------------------
+
+class EndpointProfile:
+    """One endpoint of one site: its clients, requests, parameters and their values."""
+
+    def __init__(self) -> None:
+        self.support = Support(ENDPOINT_K)
+        self.requests = 0
+        self.params: dict[str, ValueModel] = {}
+        self.presence: dict[str, int] = {}  # parameter → requests that carried it
+        self.pending: dict[str, Support] = {}  # parameter names seen only in deviating requests
+        self.accepted: set[str] = set()  # names an analyst accepted
+
+    @property
+    def warm(self) -> bool:
+        return self.support.clients() >= ENDPOINT_WARMUP
+
+    def clients(self) -> int:
+        """Distinct clients (the sketch's estimate, never more than the requests it counted)."""
+        return min(self.support.clients(), self.requests)
+
+    def usual_names(self) -> list[str]:
+        return sorted((n for n, m in self.params.items() if self._known(n)),
+                      key=lambda n: -self.params[n].support.clients())
+
+    def _known(self, name: str) -> bool:
+        model = self.params.get(name)
+        return name in self.accepted or (model is not None and model.support.clients() >= NAME_MIN)
+
+    def judge(self, request: Request, where: str) -> list[Deviation]:
+        client = client_hash(request.client)
+        out = [self._unknown_name(request, name, where) for name in dict.fromkeys(n for n, _ in request.params)
+               if not self._known(name) and not self._promotes(name, client)]
+        out += self._missing(request, where)
+        out += self._values(request, where)
+        if request.dropped:
+            out.append(_deviation(request, "web-param", "structure", where, "too-many", "",
+                                  f"{len(request.params) + request.dropped} parameters in one request"))
+        return [d for d in out if d is not None]
+
+    def _unknown_name(self, request: Request, name: str, where: str) -> Deviation:
+        usual = self.usual_names()
+        shown = ", ".join(usual[:6]) + (f" (+{len(usual) - 6})" if len(usual) > 6 else "")
+        return _deviation(request, "web-param", "structure", where, "name", name,
+                          f"parameter {name!r} never seen on {where} in {self.requests:,} requests from "
+                          f"{self.clients():,} clients; usual names: {shown or 'none'}")
+
+    def _missing(self, request: Request, where: str) -> list[Deviation]:
+        names = {n for n, _ in request.params}
+        expected = [n for n, seen in self.presence.items()
+                    if seen >= PRESENT_SHARE * self.requests and self._known(n) and n not in names]
+        if not expected or self.requests < ENDPOINT_WARMUP:
+            return []
+        return [_deviation(request, "web-param", "structure", where, "missing", ",".join(sorted(expected)),
+                           f"parameter(s) {', '.join(sorted(expected))} missing: present in "
+                           f"{min(self.presence[n] for n in expected):,} of {self.requests:,} requests to {where}")]
+
+    def _values(self, request: Request, where: str) -> list[Deviation]:
+        out = []
+        for name, value in request.params:
+            model = self.params.get(name)
+            if model is None or model.support.clients() < NAME_MIN:
+                continue
+            for found in model.judge(value, name):
+                deviation = _deviation(request, "web-value", "value", where, found.kind, name,
+                                       f"{found.text} ({model.support.clients():,} clients' values of {where})")
+                deviation.extra["param"] = name
+                out.append(deviation)
+        return out
+
+    def learn_ops(self, request: Request, client: int, *, skip: set[str] = frozenset(),
+                  trusted: bool = False) -> list[tuple]:
+        """What learning the request changes, decided on this profile: count it; learn each parameter's
+        value except those in `skip` (deviating values); a name new to a warm endpoint waits as pending
+        until PROMOTE clients used it, unless the data is `trusted` (history an analyst chose). The
+        same operations are applied to the profile and to the delta a store merges (`apply`)."""
+        ops: list[tuple] = [("count", client, tuple(dict.fromkeys(n for n, _ in request.params)))]
+        for name, value in request.params:
+            if name in skip:
+                continue
+            if not trusted and self.warm and name not in self.params and not self._known(name):
+                if not self._promotes(name, client):
+                    ops.append(("pend", name, client))
+                    continue
+                waiting = self._waiting(name, client)
+                ops.append(("promote", name, tuple(waiting.hashes)))  # it starts with the clients that used it
+            ops.append(("value", name, value, client))
+        return ops
+
+    def _waiting(self, name: str, client: int) -> Support:
+        waiting = Support(PENDING_K, self.pending[name].hashes if name in self.pending else None)
+        waiting.add(client)
+        return waiting
+
+    def _promotes(self, name: str, client: int) -> bool:
+        """Would this client's request make a pending name usual (enough clients have used it)?"""
+        return self.warm and self._waiting(name, client).clients() >= PROMOTE
+
+    def apply(self, ops: list[tuple]) -> None:
+        for op in ops:
+            if op[0] == "count":
+                self.support.add(op[1])
+                self.requests += 1
+                for name in op[2]:
+                    self.presence[name] = self.presence.get(name, 0) + 1
+            elif op[0] == "pend":
+                self.pending.setdefault(op[1], Support(PENDING_K)).add(op[2])
+            elif op[0] == "promote":
+                self.pending.pop(op[1], None)
+                self.params.setdefault(op[1], ValueModel()).support.merge(Support(PENDING_K, list(op[2])))
+            else:
+                self.params.setdefault(op[1], ValueModel()).learn(op[2], op[3])
+        self._cap()
+
+    def _cap(self) -> None:
+        for mapping in (self.params, self.pending):
+            if len(mapping) > PARAMS_MAX:
+                weakest = sorted(mapping, key=lambda n: _clients(mapping[n]))[: len(mapping) - PARAMS_MAX]
+                for name in weakest:
+                    del mapping[name]
+                    self.presence.pop(name, None)
+
+    def merge(self, other: EndpointProfile) -> None:
+        self.support.merge(other.support)
+        self.requests += other.requests
+        for name, model in other.params.items():
+            if name in self.params:
+                self.params[name].merge(model)
+            else:
+                self.params[name] = model
+        for name, count in other.presence.items():
+            self.presence[name] = self.presence.get(name, 0) + count
+        for name, support in other.pending.items():
+            self.pending.setdefault(name, Support(PENDING_K)).merge(support)
+        self.accepted |= other.accepted
+        for name in [n for n in self.pending if self._known(n)]:  # promoted on another host meanwhile
+            del self.pending[name]
+        self._cap()
+
+    def to_json(self) -> dict:
+        return {"s": self.support.to_json(), "n": self.requests, "p": {n: m.to_json() for n, m in self.params.items()},
+                "pres": self.presence, "pend": {n: s.to_json() for n, s in self.pending.items()},
+                "acc": sorted(self.accepted)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> EndpointProfile:
+        profile = cls()
+        profile.support = Support.from_json(ENDPOINT_K, data.get("s"))
+        profile.requests = int(data.get("n", 0))
+        profile.params = {n: ValueModel.from_json(m) for n, m in (data.get("p") or {}).items()}
+        profile.presence = dict(data.get("pres") or {})
+        profile.pending = {n: Support.from_json(PENDING_K, s) for n, s in (data.get("pend") or {}).items()}
+        profile.accepted = set(data.get("acc") or ())
+        return profile
+
+
+class SiteProfile:
+    """A site's clients, how many of its endpoints were requested once (singletons), and the
+    endpoints seen only in deviating requests (pending)."""
+
+    def __init__(self) -> None:
+        self.support = Support(SITE_K)
+        self.requests = 0
+        self.singletons = 0
+        self.pending: dict[str, Support] = {}
+
+    @property
+    def warm(self) -> bool:
+        return self.support.clients() >= SITE_WARMUP
+
+    @property
+    def new_endpoint_chance(self) -> float:
+        """Good-Turing's estimate of the chance that the next request asks for an unseen endpoint."""
+        return self.singletons / self.requests if self.requests else 1.0
+
+    @property
+    def endpoints_judged(self) -> bool:
+        return self.warm and self.new_endpoint_chance < NEW_ENDPOINT_CHANCE
+
+    def learn_ops(self, client: int, endpoint: str | None = None) -> list[tuple]:
+        """Count the client; an `endpoint` the site does not know waits as pending until PROMOTE
+        clients asked for it (then "promote": the caller starts its profile)."""
+        ops: list[tuple] = [("count", client)]
+        if endpoint is not None:
+            waiting = Support(PENDING_K, self.pending[endpoint].hashes if endpoint in self.pending else None)
+            waiting.add(client)
+            ops.append(("pend", endpoint, client) if waiting.clients() < PROMOTE else ("promote", endpoint))
+        return ops
+
+    def apply(self, ops: list[tuple]) -> None:
+        for op in ops:
+            if op[0] == "count":
+                self.support.add(op[1])
+                self.requests += 1
+            elif op[0] == "single":  # an endpoint got its first (+1) or second (-1) request
+                self.singletons += op[1]
+            elif op[0] == "pend":
+                self.pending.setdefault(op[1], Support(PENDING_K)).add(op[2])
+            else:
+                self.pending.pop(op[1], None)
+        if len(self.pending) > PENDING_MAX:
+            for endpoint in sorted(self.pending, key=lambda e: self.pending[e].clients())[: len(self.pending) - PENDING_MAX]:
+                del self.pending[endpoint]
+
+    def merge(self, other: SiteProfile) -> None:
+        self.support.merge(other.support)
+        self.requests += other.requests
+        self.singletons += other.singletons
+        for endpoint, support in other.pending.items():
+            self.pending.setdefault(endpoint, Support(PENDING_K)).merge(support)
+
+    def to_json(self) -> dict:
+        return {"s": self.support.to_json(), "n": self.requests, "one": self.singletons,
+                "pend": {e: s.to_json() for e, s in self.pending.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> SiteProfile:
+        profile = cls()
+        profile.support = Support.from_json(SITE_K, data.get("s"))
+        profile.requests = int(data.get("n", 0))
+        profile.singletons = int(data.get("one", 0))
+        profile.pending = {e: Support.from_json(PENDING_K, s) for e, s in (data.get("pend") or {}).items()}
+        return profile
+
+
+def _clients(item) -> int:
+    return item.support.clients() if hasattr(item, "support") else item.clients()
+
+
+def _deviation(request: Request, kind: str, family: str, where: str, feature: str, name: str, text: str) -> Deviation:
+    # One crafted request — a renamed parameter, an odd value, a page the site never served (forced
+    # browsing) — is an attempt on the application; many paths from one client are the scan rules' job.
+    return Deviation(kind=kind, family=family, category="web_attack", techniques=["T1190"],
+                     key=f"{request.client.split(':', 1)[-1]} {where}",
+                     ref=make_ref("web", request.site, request.endpoint, feature, name), text=text,
+                     lines=list(request.lines))
+
+
+def unknown_endpoint(request: Request, site: SiteProfile, endpoints: int) -> Deviation:
+    # keyed by the client alone: one client's sweep of unknown pages is one record, not one per page
+    return _deviation(request, "web-endpoint", "endpoint", "(pages never served before)", "endpoint", "",
+                      f"{request.endpoint} never served by {request.site} before: {endpoints:,} known endpoints, "
+                      f"{site.requests:,} requests from {min(site.support.clients(), site.requests):,} clients, "
+                      f"{site.new_endpoint_chance:.1%} of them to a page asked for once")
+
+
+def judge_request(request: Request, profile: EndpointProfile) -> list[Deviation]:
+    """An endpoint's deviations for one request, with attack syntax of the path's values noted."""
+    deviations = profile.judge(request, request.endpoint)
+    if deviations and any(attack_syntax(value.data) for _, value in request.params):
+        for deviation in deviations:
+            deviation.attack_syntax = True
+    return deviations
+
+
+def client_id(request: Request) -> int:
+    return client_hash(request.client)

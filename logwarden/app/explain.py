@@ -1,0 +1,47 @@
+"""The model's narrative of a stored record, on demand (`logwarden records explain ID`, the record
+page's Explain button): its evidence lines go through triage's path — digest, the grammar that
+admits only the ids the digest shows, grounding — and the answer streams as it is written.
+
+Owns: turning a record's evidence back into a snippet and the explanation's report. Knows nothing
+of terminals or pages; nothing is stored (the record keeps its own text).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from logwarden.app.grounding import ground
+from logwarden.app.triage import PartsStream, Triage, prepare
+from logwarden.schemas import RiskRecord
+
+
+@dataclass(slots=True)
+class Explanation:
+    record: RiskRecord
+    triage: Triage
+    stream: PartsStream
+
+    def report(self) -> dict:
+        """After the stream is read: the answer, what of it is grounded in the evidence, the stats."""
+        generation = self.stream.generation
+        answer = _parsed(generation.text) if generation is not None else None
+        findings = (answer or {}).get("findings", [])
+        grounded = [ground(f.get("anomaly", ""), self.triage.parts[0].text).text for f in findings]
+        return {"record_id": self.record.id, "answer": answer, "grounded_anomalies": grounded,
+                "model_error": generation.error if generation is not None else "the stream ended early",
+                "stats": generation.stats.as_dict() if generation is not None else None}
+
+
+def explain(record: RiskRecord, engine, options) -> Explanation:
+    """Start streaming the model's explanation of `record` (iterate `.stream`)."""
+    lines = [e.text for e in record.evidence.exemplars] or [record.anomaly]
+    triage = prepare("\n".join(lines), budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens)
+    return Explanation(record, triage, triage.stream(engine, max_new_tokens=options.max_new_tokens))
+
+
+def _parsed(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

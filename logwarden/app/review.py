@@ -1,0 +1,326 @@
+"""Model review: what needs judgement, queued most suspicious first and answered within a budget;
+what the budget leaves waits in the store, *awaiting review*, for `logwarden review --pending`, the
+next `analyze`, or the watcher when it is idle.
+
+Owns: `ReviewItem` (one prompt — a digest part of one window — with the window's events the part
+names, the signals whose records its answer may change, and their record ids), its priority,
+`Budget` (a duration, a number of tokens, or unlimited), and `Reviewer`: items in priority order →
+engine batches → the records they touch replaced in the store, in the transaction that marks the
+items done. The merge policy is postprocess's: a rule's level is never lowered; a deviation the
+model found nothing on is kept at `info` with the model's reason. Failed prompts are retried
+alone once; five failures in a row open the circuit breaker (the rest stays pending). Knows
+nothing of files, terminals or the CLI (progress is a callback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+from logwarden.app.digest import DigestPart
+from logwarden.app.events import ErrorRow, Event, Signal
+from logwarden.app.mine import Window
+from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
+from logwarden.errors import InputError, LogwardenError
+from logwarden.prompts import PROMPT_VERSION
+from logwarden.schemas import risk_rank
+from logwarden.schemas.record import RiskRecord
+
+log = logging.getLogger(__name__)
+
+BREAKER_FAILURES = 5
+_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|tok|tokens?|k?tok)?\s*$", re.IGNORECASE)
+
+
+# ---- the budget --------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class Budget:
+    """How much model work a run may do: seconds of generation, tokens (prompt + new), or both None (unlimited)."""
+
+    seconds: float | None = None
+    tokens: int | None = None
+    spec: str = "unlimited"
+
+    @classmethod
+    def parse(cls, spec: str) -> Budget:
+        """`unlimited`, `90s`, `5m`, `1h`, `20000tok` (a bare number is seconds)."""
+        text = spec.strip().lower()
+        if text in ("unlimited", "none", "inf"):
+            return cls(spec="unlimited")
+        match = _BUDGET.match(text)
+        if match is None:
+            raise InputError(f"--llm-budget {spec!r}: give a duration (90s, 5m, 1h), a number of tokens "
+                             f"(20000tok) or unlimited")
+        value, unit = float(match.group(1)), (match.group(2) or "s").lower()
+        if "tok" in unit:
+            return cls(tokens=int(value), spec=spec)
+        return cls(seconds=value * {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}[unit], spec=spec)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.seconds is None and self.tokens is None
+
+    def left(self, spent_s: float, spent_tokens: int) -> bool:
+        return (self.seconds is None or spent_s < self.seconds) and (self.tokens is None or spent_tokens < self.tokens)
+
+
+def default_budget(spec: str, engine) -> Budget:
+    """`auto`: unlimited on a GPU (minutes of work take seconds there), else `CPU_BUDGET`."""
+    if spec.strip().lower() != "auto":
+        return Budget.parse(spec)
+    device = getattr(getattr(engine, "model", None), "device", None)
+    if getattr(device, "type", "cpu") == "cuda" or getattr(engine, "base_urls", None):
+        return Budget(spec="auto: unlimited (GPU or a model server)")
+    budget = Budget.parse(CPU_BUDGET)
+    budget.spec = f"auto: {CPU_BUDGET} (CPU)"
+    return budget
+
+
+CPU_BUDGET = "4m"  # make run's sample_logs review fits in it on a 2-core CPU (README, BENCHMARKS.md)
+
+
+# ---- items ---------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ReviewItem:
+    """One prompt waiting for the model, and everything its answer needs to become records."""
+
+    id: str
+    source: str
+    inode: int
+    generation: int
+    format: str
+    span: tuple[int, int]
+    host: str | None
+    part: DigestPart
+    events: list[Event]
+    cluster_ids: list[int]
+    signals: list[Signal]
+    record_ids: list[str]
+    priority: int
+    run_id: str | None = None
+
+    @classmethod
+    def of(cls, window: Window, part: DigestPart, signals: Sequence[Signal], records: Sequence[RiskRecord],
+           run_id: str | None) -> ReviewItem:
+        """The item for `part` of `window`: the events its ids stand for, the signals on those lines."""
+        lines = {n for numbers in part.lines_of.values() for n in numbers}
+        touching = [s for s in signals if lines.intersection(s.line_numbers)]
+        wanted = lines | {n for s in touching for n in s.line_numbers}
+        kept = [(e, c) for e, c in zip(window.events, window.cluster_ids) if e.line_no in wanted]
+        key = f"{window.source}\x1f{window.inode}\x1f{window.generation}\x1f{window.line_start}\x1f" \
+              f"{window.line_end}\x1f{part.index}\x1f{PROMPT_VERSION}"
+        touched = {n for s in touching for n in s.line_numbers}
+        return cls(id=hashlib.sha256(key.encode()).hexdigest()[:24], source=window.source, inode=window.inode,
+                   generation=window.generation, format=window.format, span=(window.line_start, window.line_end),
+                   host=window.host(), part=part, events=[e for e, _ in kept], cluster_ids=[c for _, c in kept],
+                   signals=list(touching),
+                   record_ids=[r.id for r in records if touched.intersection(r.evidence.line_numbers)],
+                   priority=priority(touching), run_id=run_id)
+
+    def window(self) -> Window:
+        """The window again, from the events this prompt names (its span and host as they were)."""
+        window = Window(self.source, self.inode, self.format, events=list(self.events),
+                        cluster_ids=list(self.cluster_ids), generation=self.generation, span=self.span)
+        window._host = (self.host,)
+        return window
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "source": self.source, "inode": self.inode, "generation": self.generation,
+                "format": self.format, "span": list(self.span), "host": self.host, "part": asdict(self.part),
+                "events": [_event_json(e) for e in self.events], "cluster_ids": self.cluster_ids,
+                "signals": [asdict(s) for s in self.signals], "record_ids": self.record_ids,
+                "priority": self.priority, "run_id": self.run_id}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ReviewItem:
+        return cls(id=data["id"], source=data["source"], inode=data["inode"], generation=data["generation"],
+                   format=data["format"], span=tuple(data["span"]), host=data["host"],
+                   part=DigestPart(**data["part"]), events=[_event(e) for e in data["events"]],
+                   cluster_ids=list(data["cluster_ids"]), signals=[Signal(**s) for s in data["signals"]],
+                   record_ids=list(data["record_ids"]), priority=int(data["priority"]), run_id=data.get("run_id"))
+
+
+def priority(signals: Sequence[Signal]) -> int:
+    """Most suspicious first: the strongest deviation's level, then quiet windows (no rule fired:
+    nobody else looked), then how many deviations agree."""
+    deviations = [s for s in signals if s.rule_id.startswith("lw-baseline-")]
+    level = max((risk_rank(s.level) for s in deviations), default=0)
+    quiet = 1 if len(deviations) == len(signals) else 0
+    return level * 1000 + quiet * 100 + min(len(deviations), 99)
+
+
+def _event_json(event: Event) -> dict:
+    data = asdict(event)
+    data["ts"] = event.ts.isoformat() if event.ts else None
+    return data
+
+
+def _event(data: dict) -> Event:
+    data = dict(data)
+    data["ts"] = datetime.fromisoformat(data["ts"]) if data.get("ts") else None
+    return Event(**data)
+
+
+# ---- the reviewer ------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class ReviewStats:
+    asked: int = 0  # prompts sent (retries included)
+    answered: int = 0  # items that got a valid answer
+    failed: int = 0
+    left: int = 0  # items the budget left awaiting review
+    prompt_tokens: int = 0
+    cached_prefix_tokens: int = 0
+    new_tokens: int = 0
+    ttft_s_sum: float = 0.0
+    generation_s: float = 0.0
+    peak_memory_mb: float = 0.0
+    findings: int = 0
+    entities_named: int = 0
+    entities_ungrounded: int = 0
+    dismissed: int = 0  # deviation records the model judged normal (kept at info)
+    records: list[RiskRecord] = field(default_factory=list)
+    breaker_open: bool = False
+
+
+Progress = Callable[[str, int], None]
+
+
+class Reviewer:
+    """Answers review items within a budget and writes what they change."""
+
+    def __init__(self, store, engine, *, budget: Budget, max_batch: int, max_new_tokens: int,
+                 provenance: Provenance, progress: Progress = lambda _name, _n: None):
+        self.store, self.engine, self.budget = store, engine, budget
+        self.max_batch, self.max_new_tokens, self.provenance = max(1, max_batch), max_new_tokens, provenance
+        self.progress = progress
+        self.stats = ReviewStats()
+        self._failures_in_row = 0
+        self._started = time.perf_counter()
+
+    def run(self, items: Iterable[ReviewItem]) -> ReviewStats:
+        """Review `items` most suspicious first until the budget runs out or the breaker opens."""
+        queue = sorted(items, key=lambda i: -i.priority)
+        self._started = time.perf_counter()
+        while queue and not self.stats.breaker_open and self._budget_left():
+            batch, queue = queue[: self.max_batch], queue[self.max_batch:]
+            self._review(batch)
+        self.stats.left += len(queue)
+        return self.stats
+
+    def _budget_left(self) -> bool:
+        spent = time.perf_counter() - self._started
+        return self.budget.left(spent, self.stats.prompt_tokens + self.stats.new_tokens)
+
+    def _review(self, batch: Sequence[ReviewItem]) -> None:
+        results = self._ask(batch)
+        for i, result in enumerate(results):
+            if result.assessment is None and len(batch) > 1 and not self.stats.breaker_open:
+                results[i] = self._ask([batch[i]])[0]  # a failure in a batch gets one try alone
+        records, done, errors = [], [], []
+        for item, result in zip(batch, results):
+            self._count_failure(result)
+            if result.assessment is None:  # the rules' and baselines' records stand; the failure is shown
+                done.append((item.id, "failed", result.error))
+                errors.append(ErrorRow(source=item.source, offset=None, stage="engine",
+                                       message=(result.error or "no answer")[:2000], line_no=item.span[0]))
+                continue
+            records += self._records(item, result)
+            done.append((item.id, "done", None))
+        with self.store.transaction() as tx:
+            tx.upsert_records(records)
+            tx.finish_reviews(done)
+            if errors:
+                tx.add_errors(errors, run_id=self.provenance.run_id)
+        self.stats.records += records
+        self.progress("llm_done", len(batch))
+
+    def _ask(self, batch: Sequence[ReviewItem]) -> list[LLMResult]:
+        requests = [item.part.request() for item in batch]
+        self.stats.asked += len(requests)
+        self.progress("llm_calls", len(requests))
+        try:
+            generations = self.engine.generate(requests, max_new_tokens=self.max_new_tokens)
+        except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout
+            log.warning("engine failed on a batch of %d: %s", len(requests), exc)
+            return [LLMResult(assessment=None, error=f"engine: {exc}", digest=i.part.text, lines_of=i.part.lines_of)
+                    for i in batch]
+        return [self._result(g, item.part) for g, item in zip(generations, batch)]
+
+    def _result(self, generation, part: DigestPart) -> LLMResult:
+        s, stats = generation.stats, self.stats
+        stats.prompt_tokens += s.prompt_tokens
+        stats.cached_prefix_tokens += s.cached_prefix_tokens
+        stats.new_tokens += s.new_tokens
+        stats.ttft_s_sum += s.ttft_s
+        stats.generation_s += s.total_s / max(s.batch_size, 1)
+        stats.peak_memory_mb = max(stats.peak_memory_mb, s.peak_memory_mb)
+        self.progress("tokens", s.prompt_tokens + s.new_tokens)
+        return result_of(generation, digest=part.text, lines_of=part.lines_of)
+
+    def _records(self, item: ReviewItem, result: LLMResult) -> list[RiskRecord]:
+        """What the answer changed: records it explained, confirmed or dismissed, and its own
+        findings (a record the answer left as the rules made it is already stored)."""
+        outcome = assess_window(item.window(), item.signals, [result], self.provenance)
+        self.stats.answered += 1
+        self.stats.findings += outcome.findings
+        self.stats.entities_named += outcome.entities
+        self.stats.entities_ungrounded += outcome.ungrounded
+        changed = [r for r in outcome.records if r.decided_by != "rules"]
+        self.stats.dismissed += sum(1 for r in changed if r.id in item.record_ids and r.risk_level == "info")
+        return changed
+
+    def _count_failure(self, result: LLMResult) -> None:
+        if result.assessment is not None:
+            self._failures_in_row = 0
+            return
+        self.stats.failed += 1
+        self._failures_in_row += 1
+        if self._failures_in_row >= BREAKER_FAILURES and not self.stats.breaker_open:
+            self.stats.breaker_open = True
+            log.warning("circuit breaker open: %d model failures in a row; the rest waits for review",
+                        self._failures_in_row)
+
+
+class ReviewWorker:
+    """The watcher's reviewer: a thread that answers pending prompts a batch at a time while the
+    watcher ingests (the model never blocks it), and waits when nothing is pending."""
+
+    IDLE_S = 2.0
+
+    def __init__(self, store, make_reviewer: Callable[[], Reviewer], batch: int):
+        import threading
+
+        self.store, self.make_reviewer, self.batch = store, make_reviewer, batch
+        self.stats: list[ReviewStats] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="logwarden-review", daemon=True)
+
+    def start(self) -> ReviewWorker:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> list[ReviewStats]:
+        """Ask the thread to stop after its batch in flight; what it did."""
+        self._stop.set()
+        self._thread.join(timeout=timeout)
+        return self.stats
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            waiting = [ReviewItem.from_json(i) for i in self.store.pending_reviews(limit=self.batch)]
+            if not waiting:
+                self._stop.wait(self.IDLE_S)
+                continue
+            try:
+                self.stats.append(self.make_reviewer().run(waiting))
+            except Exception:  # noqa: BLE001 - the watcher goes on; the items stay pending
+                log.exception("review of %d pending prompt(s) failed; they stay pending", len(waiting))
+                self._stop.wait(self.IDLE_S)

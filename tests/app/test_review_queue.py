@@ -1,0 +1,202 @@
+"""The model's review queue: rules' and baselines' records are stored as windows are cut (the model
+never blocks ingestion); prompts are answered most suspicious first, in batches across windows and
+files, within a budget; what the budget leaves is stored as awaiting review and answered later by
+`logwarden review --pending`, nothing lost or doubled; the model may dismiss a baseline deviation
+(kept at info with its reason), never lower a rule; a kill during the review loses no ingested
+line. The engine is a stand-in (the code under test is the queue and the merge around it)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from _log_fixtures import write_logs
+from click.testing import CliRunner
+
+from logwarden.app import backends
+from logwarden.app.baseline.learn import learn_paths
+from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.review import Budget
+from logwarden.app.store import RecordFilter, open_store
+from logwarden.cli.main import main
+from logwarden.engine.api import Generation, GenStats, TextStream
+
+NOTHING = '{"findings":[],"recommendation":"Ordinary page views from known clients."}'
+STAMP = "10/Mar/2024:06:55:46 +0000"
+
+
+class Crash(BaseException):
+    """What a kill looks like to the pipeline: nothing after it runs (not an engine fault it handles)."""
+
+
+class FakeEngine:
+    """Answers "nothing abnormal", or what `answer(user_prompt)` says; counts tokens like a model would."""
+
+    model_name, adapter_name = "fake", None
+
+    def __init__(self, answer=None, crash_on_call: int | None = None):
+        self.answer = answer or (lambda _user: NOTHING)
+        self.calls: list[list[str]] = []
+        self.crash_on_call = crash_on_call
+
+    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
+        if self.crash_on_call is not None and len(self.calls) == self.crash_on_call:
+            raise Crash()
+        self.calls.append([r.user for r in requests])
+        return [Generation(text=self.answer(r.user), stats=GenStats(prompt_tokens=len(r.user) // 4, new_tokens=10,
+                                                                     batch_size=len(requests)), finished=True)
+                for r in requests]
+
+    def stream(self, request, *, schema=None, max_new_tokens=256, sampling=None):
+        [generation] = self.generate([request])
+        stream = TextStream(iter([generation.text[:10], generation.text[10:]]))
+        stream.generation = generation
+        return stream
+
+    def count_tokens(self, text):
+        return len(text) // 4
+
+    def describe(self):
+        return {"model": "fake"}
+
+
+def access(ip: str, target: str) -> str:
+    return f'{ip} - - [{STAMP}] "GET {target} HTTP/1.1" 200 512 "-" "Mozilla/5.0"'
+
+
+@pytest.fixture()
+def site(tmp_path: Path):
+    """A store that learned a shop's normal traffic, and today's log: normal requests and several
+    clients each sending a renamed parameter (deviations), one of them with injected syntax."""
+    rng = random.Random(1)
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "access.log.1").write_text("\n".join(
+        access(f"10.0.{i // 200}.{i % 200}", f"/shop/item.php?id={rng.randint(1, 99)}&qty={rng.randint(1, 9)}")
+        for i in range(300)) + "\n")
+    learn_paths(store, [tmp_path / "old"])
+    lines = [access(f"10.1.0.{i}", f"/shop/item.php?id={i}&qty=1") for i in range(40)]
+    for i in range(6):  # six deviating clients, far apart (one window each when windows are 10 lines)
+        lines[2 + i * 5] = access(f"198.51.100.{i}", f"/shop/item.php?id=3&qty=1&debug{i}=1")
+    lines[35] = access("198.51.100.99", "/shop/item.php?id=3&qty=1&sort=1%27%20OR%201%3D1--")
+    (tmp_path / "today").mkdir()
+    (tmp_path / "today" / "access.log").write_text("\n".join(lines) + "\n")
+    return store, tmp_path / "today"
+
+
+def run(store, engine, folder, **options):
+    return Pipeline(store, engine, RunOptions(final=True, **options)).analyze([folder])
+
+
+def deviation_records(store):
+    return [r for r in store.query_records(RecordFilter(), limit=1000) if any(
+        d.startswith("lw-baseline-") for d in r.detections)]
+
+
+def test_only_windows_with_deviations_reach_the_model_and_the_riskiest_go_first(site):
+    store, today = site
+    engine = FakeEngine()
+    metrics = run(store, engine, today, window_max_lines=10, max_batch=1)
+    assert metrics.deviations == 7 and metrics.windows_llm == metrics.prompts_queued == 4
+    assert len(engine.calls) == 4 and all(len(call) == 1 for call in engine.calls)
+    assert "sort=" in engine.calls[0][0]  # the medium deviation (attack syntax) was asked first
+    assert all("lines:" in call[0] and "unlike this source's learned baseline" in call[0] for call in engine.calls)
+
+
+def test_prompts_of_several_windows_share_a_batch(site):
+    store, today = site
+    engine = FakeEngine()
+    run(store, engine, today, window_max_lines=10, max_batch=8)
+    assert [len(call) for call in engine.calls] == [4]
+
+
+def test_a_deviation_the_model_finds_nothing_on_is_kept_at_info_with_its_reason(site):
+    store, today = site
+    metrics = run(store, FakeEngine(), today)
+    records = deviation_records(store)
+    assert records and all(r.risk_level == "info" and r.decided_by == "rules+llm" for r in records)
+    assert all("judged normal by the model: Ordinary page views from known clients." in r.anomaly for r in records)
+    assert metrics.deviations_dismissed == len(records)
+
+
+def test_a_deviation_the_model_confirms_takes_its_category_and_level(site):
+    store, today = site
+
+    def answer(user):
+        line = next(n for n in user.split("\n") if "sort=" in n and n.startswith(" L"))
+        ref = line.split()[0]  # " L36 (T1): …" → "L36"
+        return json.dumps({"findings": [{"evidence": [ref], "anomaly": "SQL injection in sort",
+                                         "category": "web_attack", "techniques": ["T1190"], "risk_level": "high"}],
+                           "recommendation": "Block 198.51.100.99."})
+
+    run(store, FakeEngine(lambda user: answer(user) if "sort=" in user else NOTHING), today)
+    [confirmed] = [r for r in deviation_records(store) if r.risk_level != "info"]
+    assert (confirmed.risk_level, confirmed.category, confirmed.decided_by) == ("high", "web_attack", "rules+llm")
+    assert confirmed.anomaly == "SQL injection in sort"
+
+
+def test_a_rule_hit_is_never_lowered(tmp_path):
+    write_logs(tmp_path / "logs")
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    run(store, FakeEngine(), tmp_path / "logs" / "auth.log", llm_policy="signals")
+    brute = [r for r in store.query_records(RecordFilter(), limit=100) if r.category == "brute_force"]
+    assert brute and all(r.risk_level in ("high", "critical") for r in brute)  # "nothing abnormal" lowered nothing
+
+
+def test_the_budget_leaves_prompts_awaiting_review_and_review_pending_answers_them_once(site, tmp_path):
+    store, today = site
+    metrics = run(store, FakeEngine(), today, window_max_lines=10, max_batch=1, llm_budget="1tok")
+    assert metrics.llm_calls == 1 and metrics.reviews_pending == 3  # one batch, then the budget was spent
+    pending = store.query_records(RecordFilter(pending=True), limit=100)
+    assert len(pending) == 6 and all(r.risk_level == "low" and r.decided_by == "rules" for r in pending)  # 2 a window
+    windows = store.list_windows(source=str(today / "access.log"))
+    assert sum(w.line_count for w in windows) == 40  # every line stored at ingestion, budget or not
+
+    engine = FakeEngine()
+    db = str(store.engine.url)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(backends, "open_engine", lambda _options: engine)
+        result = CliRunner().invoke(main, ["review", "--pending", "--db", db, "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["reviewed"] == 3 and sum(map(len, engine.calls)) == 3
+        again = CliRunner().invoke(main, ["review", "--pending", "--db", db, "--json"])
+    assert json.loads(again.stdout)["reviewed"] == 0 and sum(map(len, engine.calls)) == 3  # nothing twice
+    assert store.query_records(RecordFilter(pending=True), limit=100) == []
+    assert all(r.risk_level == "info" for r in deviation_records(store))
+    ids = [r.id for r in store.query_records(RecordFilter(), limit=1000)]
+    assert len(ids) == len(set(ids))
+
+
+def test_a_kill_during_the_review_loses_no_ingested_line_and_a_resume_finishes_it(site):
+    store, today = site
+    with pytest.raises(Crash):
+        run(store, FakeEngine(crash_on_call=1), today, window_max_lines=10, max_batch=1)
+    assert sum(w.line_count for w in store.list_windows(source=str(today / "access.log"))) == 40
+    assert store.count_reviews() == 3  # the first answer was committed, the rest waits
+    run(store, FakeEngine(), today, window_max_lines=10, max_batch=1, resume=True)
+    assert store.count_reviews() == 0
+    assert sum(w.line_count for w in store.list_windows(source=str(today / "access.log"))) == 40
+
+
+def test_budget_specs():
+    assert Budget.parse("90s").seconds == 90 and Budget.parse("5m").seconds == 300
+    assert Budget.parse("1h").seconds == 3600 and Budget.parse("20000tok").tokens == 20000
+    assert Budget.parse("unlimited").unlimited and Budget.parse("45").seconds == 45
+    from logwarden.errors import InputError
+
+    with pytest.raises(InputError, match="duration"):
+        Budget.parse("soon")
+
+
+def test_records_explain_streams_the_models_narrative(site, monkeypatch):
+    store, today = site
+    run(store, None, today, rules_only=True)
+    [record, *_] = deviation_records(store)
+    answer = ('{"findings":[{"evidence":["L1"],"anomaly":"Unknown parameter on item.php",'
+              '"category":"web_attack","techniques":["T1190"],"risk_level":"low"}],"recommendation":"Watch it."}')
+    monkeypatch.setattr(backends, "open_engine", lambda _options: FakeEngine(lambda _user: answer))
+    result = CliRunner().invoke(main, ["records", "explain", record.id, "--db", str(store.engine.url)])
+    assert result.exit_code == 0, result.output
+    assert answer in result.stdout.replace("\n", "")
