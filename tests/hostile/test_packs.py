@@ -37,8 +37,10 @@ def _limits() -> None:
 
 def logwarden(home: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
     env = {**os.environ, "LOGWARDEN_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "logwarden.cli.main", *args], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "logwarden.cli.main", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, env=env, preexec_fn=_limits)
+    done.stderr = " ".join(done.stderr.split())  # messages wrapped at 80 columns read as one line
+    return done
 
 
 def installed(home: Path) -> list[str]:
