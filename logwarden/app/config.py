@@ -1,7 +1,11 @@
-"""One `Settings` object, read from environment variables (`LOGWARDEN_*`) and an optional
-`logwarden.toml`/`.env`; CLI options override it. Nothing else reads the environment, and every
-run default lives here once: `RunOptions.from_settings` (pipeline) and `EngineOptions.from_settings`
-(backends) read it, so a setting reaches analyze, watch, triage, eval and the UI alike."""
+"""One `Settings` object, read from environment variables (`LOGWARDEN_*`) and, only when one is
+named, a config file (`--config FILE` or `LOGWARDEN_CONFIG`: `LOGWARDEN_*=value` lines, the
+dotenv format); CLI options override it. Nothing is read from the current folder: a `.env` an
+attacker (or a colleague) left where the analyst happens to stand must not change what is detected,
+where the database is or which model runs. `origins` says where each setting came from
+(`logwarden config`, `db info`). Nothing else reads the environment, and every run default lives
+here once: `RunOptions.from_settings` (pipeline) and `EngineOptions.from_settings` (backends) read
+it, so a setting reaches analyze, watch, triage, eval and the UI alike."""
 
 from __future__ import annotations
 
@@ -10,9 +14,31 @@ from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from logwarden.engine.api import MAX_BATCH
+from logwarden.errors import ConfigError
+
+CONFIG_VARIABLE = "LOGWARDEN_CONFIG"
+SECRETS = frozenset(("ui_password",))
+
+
+def config_file() -> Path | None:
+    """The config file named by `LOGWARDEN_CONFIG` (set by `--config`), checked to be a readable
+    file; None when none is named."""
+    named = os.environ.get(CONFIG_VARIABLE)
+    if not named:
+        return None
+    path = Path(named).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"config file {named} ({CONFIG_VARIABLE} / --config): not a readable file")
+    return path
 
 
 def _default_home() -> Path:
@@ -21,7 +47,18 @@ def _default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LOGWARDEN_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="LOGWARDEN_", env_file=None, extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment, then the named config file; never a `.env` of the cwd."""
+        path = config_file()
+        named = (DotEnvSettingsSource(settings_cls, env_file=path),) if path is not None else ()
+        return (init_settings, env_settings, *named)
 
     home: Path = Field(default_factory=_default_home, description="Data dir: database, model cache.")
     db: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite:///<home>/logwarden.db")
@@ -54,6 +91,9 @@ class Settings(BaseSettings):
     watch_partial_line_timeout_s: float = 5.0
 
     ui_password: str | None = None
+    # Set by `logwarden ui` for a non-loopback bind without a password: anyone who reaches the page may
+    # read, no one may write (reviews, triage records). Set it yourself to make any UI read-only.
+    ui_read_only: bool = False
 
     # detection (Sigma): extra packs, the profile, placeholder values for `|expand` rules
     sigma_paths: str = Field(default="", description="Extra Sigma packs (folders or zips), separated by the OS path separator.")
@@ -71,6 +111,23 @@ class Settings(BaseSettings):
     @property
     def model_cache(self) -> Path:
         return self.home / "models"
+
+
+def origins() -> dict[str, str]:
+    """Where each setting's value comes from: `environment LOGWARDEN_X`, `config file PATH`, or
+    `default` (the environment wins over the file, as in `Settings`)."""
+    from_env = EnvSettingsSource(Settings)()
+    path = config_file()
+    from_file = DotEnvSettingsSource(Settings, env_file=path)() if path is not None else {}
+    found = {}
+    for name in Settings.model_fields:
+        if name in from_env:
+            found[name] = f"environment LOGWARDEN_{name.upper()}"
+        elif name in from_file:
+            found[name] = f"config file {path}"
+        else:
+            found[name] = "default"
+    return found
 
 
 def declared(name: str):

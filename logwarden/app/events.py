@@ -21,6 +21,8 @@ class LogLine:
     line_no: int  # 1-based
     text: str  # without the trailing newline
     truncated: bool = False  # the line was longer than the limit and was cut
+    end: int = 0  # where the next line starts (offset after this one's newline); 0 when unknown
+    nul_bytes: int = 0  # NUL bytes dropped from the line (padding, a pre-allocated or crashed file)
 
 
 @dataclass(slots=True)
@@ -38,6 +40,7 @@ class Event:
     message: str = ""  # the free-text part that template mining sees
     fields: dict[str, Any] = field(default_factory=dict)
     inode: int = 0
+    end: int = 0  # the line's `LogLine.end`: a position a reader may resume from; 0 when unknown
 
 
 @dataclass(slots=True)

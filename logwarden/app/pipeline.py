@@ -7,8 +7,9 @@ prompts as review items, and run metrics. Rules' and baselines' records are stor
 is cut — the model never blocks ingestion: its review runs after (analyze) or beside (watch) it,
 within a budget, most suspicious first (app/review.py); what the budget leaves waits in the store.
 Each window is written in the same transaction as its records and its review items, so every line
-ends up in a record's evidence, an analysed-benign window or an error row, and a file's offset is
-committed with its last window: a crash loses nothing and a resume doubles nothing. Knows nothing
+ends up in a record's evidence, an analysed-benign window or an error row, and a file's position is
+committed with each chunk of windows (analyze) and with its last one: a crash loses nothing, a resume
+doubles nothing and goes on where the last chunk ended. Knows nothing
 of the CLI, terminals or Streamlit (progress is a callback).
 
 Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
@@ -50,6 +51,8 @@ from logwarden.app.ingest import (
     is_compressed,
     is_rotated_name,
     iter_files,
+    kept_part,
+    lines_within,
     next_generation,
     read_head,
     sniff_binary,
@@ -150,6 +153,7 @@ class RunMetrics:
     errors: int = 0
     held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
+    nul_bytes: int = 0  # NUL bytes dropped from lines (a padded or pre-allocated file is read, not skipped)
     raw_tokens: int = 0
     prompt_tokens: int = 0
     cached_prefix_tokens: int = 0  # of the prompt tokens, those llama.cpp's slot cache already held
@@ -242,6 +246,9 @@ class Pipeline:
         self.metrics = RunMetrics()
         self.rules = ruleset_for(options.sigma)
         self.baseline = Baseline(store, mode=options.baseline)
+        # Files being read by `analyze` and where their stored windows end: each chunk's commit
+        # carries that position, so a kill -9 resumes a big file there, not at line 1.
+        self._reading: dict[tuple[str, int, int], dict] = {}
         self._buffer = _Buffer()
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
@@ -335,6 +342,12 @@ class Pipeline:
         head = read_head(path) or b""
         name = source_name(path, self.options.node)
         known = self.store.list_sources(under=[source_name(path.parent, self.options.node)])
+        if self.options.resume:  # truncated in place to a part already read: go on after it, not from line 1
+            kept = [k for k in known if k.path == name and kept_part(k, inode=inode, size=size, head=head,
+                                                                    compressed=compressed)]
+            if kept:
+                return _after_kept_part(max(kept, key=lambda k: k.generation), path, head,
+                                        next_generation(known, name, inode))
         candidates = known if self.options.resume else [k for k in known if (k.path, k.inode) == (name, inode)]
         found = identify(candidates, name=name, inode=inode, size=size, head=head, compressed=compressed)
         if found is not None and self.options.resume:
@@ -361,6 +374,9 @@ class Pipeline:
             self.metrics.skipped[source] = decision.reason
             self.metrics.files -= 1
             return fmt
+        key = (source, inode, generation)
+        if self.options.commit_every_windows and isinstance(items, TailRead):
+            self._reading[key] = dict(path=source, inode=inode, generation=generation, format=fmt, head=items.head)
         miner, detector = self._source_state(source, inode)
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
@@ -369,15 +385,13 @@ class Pipeline:
             self._window(window, signals, miner)
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
                 self._commit()
+        self._reading.pop(key, None)  # its final position follows with its last windows
         if items.changed:  # not the file that was expected: nothing read, its position stays
             self._commit()
             return fmt
-        fingerprint = items.fingerprint
         self._buffer.sources.append(dict(path=source, inode=inode, generation=generation, offset=items.end_offset,
                                          line_no=items.next_line_no - 1, format=fmt, miner_state=miner.state(),
-                                         fingerprint=fingerprint.digest if fingerprint else None,
-                                         fingerprint_len=fingerprint.length if fingerprint else 0,
-                                         fingerprint_prefix=fingerprint.prefix if fingerprint else None))
+                                         **_identity(getattr(items, "head", None), items.fingerprint)))
         self._commit()
         return fmt
 
@@ -395,6 +409,7 @@ class Pipeline:
                 self._errors([item])
             else:
                 self.metrics.truncated_lines += item.truncated
+                self.metrics.nul_bytes += item.nul_bytes
                 yield item
 
     # ---- windows ----------------------------------------------------------------------------
@@ -458,6 +473,9 @@ class Pipeline:
         outcome = assess_window(window, signals, None, self.provenance)
         records = outcome.records
         self._buffer.records += records
+        reading = self._reading.get((window.source, window.inode, window.generation))
+        if reading is not None and window.events[-1].end:  # 0: a whole-file JSON document has no resumable middle
+            reading.update(offset=window.events[-1].end, line_no=window.line_end)
         self._buffer.windows.append(WindowRow(
             source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
             line_count=len(window.events), verdict=_verdict(records), record_ids=[r.id for r in records],
@@ -529,7 +547,8 @@ class Pipeline:
                 tx.add_reviews(buffer.reviews)
             if buffer.errors:
                 tx.add_errors(buffer.errors, run_id=self.run_id)
-            for state in buffer.sources:
+            partial = [_position(reading) for reading in self._reading.values() if "offset" in reading]
+            for state in [*partial, *buffer.sources]:
                 tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                                  if k not in ("path", "inode")})
             self.baseline.flush(tx)
@@ -555,6 +574,31 @@ class Pipeline:
         status = status or ("failed" if self.metrics.errors else "ok")
         self.store.finish_run(self.run_id, status=status, metrics=self.metrics.as_dict())
         return self.metrics
+
+
+def _after_kept_part(known: SourceState, path: Path, head: bytes, generation: int) -> SourceState:
+    """What is left of a truncated file was read: the next generation of its source starts after
+    its last complete line, line numbers going on from there (the file's own); what is appended
+    later gets records of its own, apart from those of the lines cut away."""
+    offset, lines = lines_within(path, _size(path))
+    fingerprint = Fingerprint.of(head, offset)
+    return dataclasses.replace(known, offset=offset, line_no=lines, generation=generation, miner_state=None,
+                               **_identity(head, fingerprint))
+
+
+def _position(reading: dict) -> dict:
+    """A file still being read, as far as its committed windows go."""
+    return dict(path=reading["path"], inode=reading["inode"], generation=reading["generation"],
+                offset=reading["offset"], line_no=reading["line_no"], format=reading["format"],
+                **_identity(reading["head"], Fingerprint.of(reading["head"], reading["offset"])))
+
+
+def _identity(head: bytes | None, fingerprint: Fingerprint | None) -> dict:
+    """A source row's fingerprint columns, and the bytes it covers (`head`: None keeps the stored one)."""
+    return dict(fingerprint=fingerprint.digest if fingerprint else None,
+                fingerprint_len=fingerprint.length if fingerprint else 0,
+                fingerprint_prefix=fingerprint.prefix if fingerprint else None,
+                head=head[:fingerprint.length] if fingerprint and head else None)
 
 
 def _verdict(records: Sequence[RiskRecord]) -> str:

@@ -38,6 +38,7 @@ from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
 from logwarden.app.keyfields import event_key_fields
 from logwarden.app.mine import Window
+from logwarden.app.safetext import clean_value
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import Finding
@@ -166,7 +167,7 @@ def parse_assessment(text: str) -> LLMAssessment:
     if cleaned.startswith("```"):
         cleaned = cleaned.strip("`").removeprefix("json").strip()
     try:
-        return LLMAssessment.model_validate(json.loads(cleaned))
+        return LLMAssessment.model_validate(clean_value(json.loads(cleaned)))  # a \ud800 escape is text too
     except (json.JSONDecodeError, ValidationError) as exc:
         raise AssessmentError(f"model output is not a valid LLMAssessment: {exc}") from None
 

@@ -192,6 +192,7 @@ class Watcher:
                              if not any(Path(self._name(f)).is_relative_to(w) for w in watched)]
         self._present_at_start: list[Tail] = []
         self._settling: dict[FileId, tuple[Look, float]] = {}  # files not identified yet: last look, since
+        self._refused: set[str] = set()  # entries reported as not readable (special or pseudo files)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -279,6 +280,7 @@ class Watcher:
             return
         for item in found:
             if isinstance(item, ErrorRow):
+                self._report_once(item)
                 continue
             try:
                 st = item.stat()
@@ -437,6 +439,13 @@ class Watcher:
         self.stats.batches += 1
         if self.pipeline.metrics.records > before:
             self.stats.last_record = f"{self.pipeline.metrics.records - before} record(s) from {tail.source}"
+
+    def _report_once(self, error: ErrorRow) -> None:
+        """A refused entry (a link to /proc/kmsg, a FIFO) is said once per watch, not every scan."""
+        if error.message not in self._refused:
+            self._refused.add(error.message)
+            log.warning("%s", error.message)
+            self._report([error])
 
     def _report(self, errors: list[ErrorRow]) -> None:
         self.pipeline.store.add_errors(errors, run_id=self.pipeline.run_id)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -16,6 +17,7 @@ from rich.markup import escape
 
 from logwarden.app.backends import BACKENDS, EngineOptions
 from logwarden.app.config import get_settings
+from logwarden.cli.terminal import json_text, shown_block
 from logwarden.engine.load import ENGINE_QUANTS, ENGINES
 from logwarden.errors import InputError, LogwardenError
 
@@ -34,7 +36,7 @@ def handle_errors(func: Callable) -> Callable:
         try:
             return func(*args, **kwargs)
         except LogwardenError as exc:
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(shown_block(exc))}", highlight=False)
             sys.exit(exc.exit_code)
 
     return wrapper
@@ -51,8 +53,21 @@ def json_option(func: Callable) -> Callable:
 
 def sigma_option(func: Callable) -> Callable:
     return click.option("--sigma", "sigma_paths", multiple=True, type=click.Path(exists=True),
+                        callback=_rule_packs,
                         help="Extra Sigma rule pack (folder, .zip or .yml), repeatable; loaded after the shipped "
                              "and installed packs and LOGWARDEN_SIGMA_PATHS.")(func)
+
+
+def _rule_packs(_ctx, _param, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """A pack is a folder or a regular file: `--sigma /dev/zero` says what it is instead."""
+    from logwarden.app.ingest.files import special_kind
+
+    for path in paths:
+        mode = os.stat(path).st_mode
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise click.BadParameter(f"{shown_block(path)} is {special_kind(mode)}, not a folder, a .zip or a .yml "
+                                     "file of Sigma rules", param_hint="--sigma")
+    return paths
 
 
 def llm_budget_option(func: Callable) -> Callable:
@@ -104,18 +119,37 @@ def make_engine_options(kw: dict) -> EngineOptions:
     return EngineOptions.from_settings(get_settings(), **{name: kw.pop(name, None) for name in names})
 
 
-def open_store_from(db_url: str | None, *, readonly: bool = False, create: bool = True):
-    """The store at `--db` (or the settings'). Commands that only read, or review what is stored,
-    pass `create=False`: a store that is not there is an error (exit 2), never a new empty one."""
+def open_store_from(db_url: str | None, *, readonly: bool = False, current: bool = True, create: bool = True):
+    """The store of `--db` (or the settings'). Commands that only read pass `readonly`: they create,
+    migrate and write nothing, and can read a database in a read-only file or folder; commands that
+    review what is stored pass `create=False`: a store that is not there is an error (exit 2), never
+    a new empty one."""
     from logwarden.app.store import open_store
 
-    return open_store(db_url or get_settings().db_url, readonly=readonly, create=create)
+    return open_store(db_url or get_settings().db_url, readonly=readonly, current=current, create=create)
 
 
-def open_for_writing(path: str):
-    """A text file opened for writing, or an `InputError` that says why it cannot be (a missing
+def db_origin() -> str:
+    """Where the store URL of the running command came from: `--db`, `LOGWARDEN_DB`, the config
+    file, or the default under LOGWARDEN_HOME (and where that came from)."""
+    from click.core import ParameterSource
+
+    from logwarden.app.config import origins
+
+    source = click.get_current_context().get_parameter_source("db_url")
+    if source is ParameterSource.COMMANDLINE:
+        return "--db"
+    if source is ParameterSource.ENVIRONMENT:
+        return "environment LOGWARDEN_DB"
+    found = origins()
+    return found["db"] if get_settings().db else f"default: logwarden.db under home (home: {found['home']})"
+
+
+def open_for_writing(path: str) -> AtomicFile:
+    """A text file to be written whole, or an `InputError` that says why it cannot be (a missing
     folder, a folder, a read-only or special file such as /proc/version — root may open that one,
-    but nothing can be written to it)."""
+    but nothing can be written to it). The lines go to a temporary file beside it, renamed over
+    it only once all are written: a full disk leaves the old file (or none), never half of one."""
     target = Path(path).expanduser()
     if target.is_dir():
         raise InputError(f"--out {path}: is a folder; give a file name inside it")
@@ -124,21 +158,61 @@ def open_for_writing(path: str):
     if target.exists() and (not target.is_file() or not target.stat().st_mode & 0o222):
         raise InputError(f"--out {path}: not a writable regular file")
     try:
-        return open(target, "w", encoding="utf-8")  # noqa: SIM115 - `write_lines` writes and closes it
+        return AtomicFile(target)
     except OSError as exc:
         raise InputError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
 
 
-def write_lines(handle, lines) -> int:
-    """Write `lines` (each + newline) to a file from `open_for_writing` and close it."""
+class AtomicFile:
+    """A temporary file in the target's folder that becomes the target on `commit` (or vanishes)."""
+
+    def __init__(self, target: Path):
+        self.name = str(target)
+        self.target = target
+        self.handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, delete=False,
+                                                  prefix=f".{target.name}.", suffix=".tmp")
+
+    def write(self, text: str) -> None:
+        self.handle.write(text)
+
+    def commit(self) -> None:
+        self.handle.flush()
+        os.fsync(self.handle.fileno())
+        self.handle.close()
+        mode = self.target.stat().st_mode & 0o777 if self.target.exists() else 0o666 & ~_umask()
+        os.chmod(self.handle.name, mode)
+        os.replace(self.handle.name, self.target)
+
+    def discard(self) -> None:
+        try:
+            self.handle.close()  # flushing what is buffered may fail again (the disk is still full)
+        except OSError:
+            pass
+        if os.path.exists(self.handle.name):
+            os.unlink(self.handle.name)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_lines(out: AtomicFile, lines) -> int:
+    """Write `lines` (each + newline) to a file from `open_for_writing`, then put it in place."""
     count = 0
     try:
-        with handle:
-            for line in lines:
-                handle.write(line + "\n")
-                count += 1
+        for line in lines:
+            out.write(line + "\n")
+            count += 1
+        out.commit()
     except OSError as exc:
-        raise InputError(f"--out {handle.name}: writing failed ({exc.strerror or exc})") from None
+        out.discard()
+        raise InputError(f"--out {out.name}: writing failed ({exc.strerror or exc}); "
+                         f"the file was left as it was") from None
+    except BaseException:
+        out.discard()
+        raise
     return count
 
 
@@ -148,7 +222,10 @@ def parse_time(value: str | None, option: str = "--since") -> datetime | None:
         return None
     units = {"m": "minutes", "h": "hours", "d": "days"}
     if value[-1:] in units and value[:-1].isdigit():
-        return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+        try:
+            return datetime.now(timezone.utc) - timedelta(**{units[value[-1]]: int(value[:-1])})
+        except OverflowError:  # further back than any date: no bound at all
+            return None
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
@@ -187,4 +264,4 @@ def exit_at_once(code: int) -> None:
 
 
 def print_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, default=str, ensure_ascii=False))
+    click.echo(json_text(data))

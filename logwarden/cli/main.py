@@ -23,7 +23,9 @@ import warnings
 import click
 
 from logwarden import __version__
+from logwarden.app.config import CONFIG_VARIABLE, get_settings
 from logwarden.cli.commands import COMMANDS
+from logwarden.cli.terminal import log_filter
 
 THIRD_PARTY_LOGGERS = ("transformers", "torch", "accelerate", "peft", "bitsandbytes", "xgrammar", "huggingface_hub",
                        "urllib3", "httpx", "httpcore", "drain3", "streamlit", "filelock", "watchdog", "xllamacpp",
@@ -33,9 +35,15 @@ THIRD_PARTY_LOGGERS = ("transformers", "torch", "accelerate", "peft", "bitsandby
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="logwarden")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug, also the libraries').")
-def main(verbose: int) -> None:
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Settings file (LOGWARDEN_*=value lines); default: LOGWARDEN_CONFIG, else none. "
+                   "A .env in the current folder is never read.")
+def main(verbose: int, config_path: str | None) -> None:
     """logwarden: local-LLM security log analysis (analyze, triage, watch, ui, export)."""
     configure_logging(verbose)
+    if config_path is not None:  # through the environment: it reaches the UI's server process too
+        os.environ[CONFIG_VARIABLE] = os.path.abspath(config_path)
+        get_settings.cache_clear()
     tune_gc()
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -53,6 +61,9 @@ def tune_gc() -> None:
 def configure_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for handler in logging.getLogger().handlers:  # a file name or log text in a message is shown, not obeyed
+        if not any(isinstance(f, type(log_filter())) for f in handler.filters):
+            handler.addFilter(log_filter())
     logging.getLogger().setLevel(level)
     logging.captureWarnings(True)  # warnings.warn(...) → the "py.warnings" logger, quiet below
     warnings.simplefilter("default")  # each warning once, to the logger (shown at -vv)

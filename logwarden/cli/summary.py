@@ -62,6 +62,7 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
     rows += [("records", m.records), ("errors", m.errors)]
     rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
                                                 ("lines cut at the length limit", m.truncated_lines),
+                                                ("NUL bytes skipped", getattr(m, "nul_bytes", 0)),
                                                 ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]
     for name, value in rows:
         table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))

@@ -7,6 +7,8 @@ and rules as summary rows."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from functools import lru_cache
 from importlib import resources
 
@@ -21,9 +23,49 @@ def system_prompt(version: str = PROMPT_VERSION) -> str:
     return resources.files(__package__).joinpath(f"{version}.txt").read_text(encoding="utf-8").strip()
 
 
+_REMOVED = "[fence marker removed]"
+_WORD = "logdigest"  # the markers' word, as it reads once case, width and separators are gone
+# ASCII text: the word with any case and any separators (spaces, newlines, _ - . and controls) inside
+_ASCII_MARKER = re.compile(r"(?i)l" + "".join(r"[\s_.\-\x00-\x1f\x7f]*" + ch for ch in _WORD[1:]))
+
+
 def _defang(text: str) -> str:
-    """Log text must not be able to close the fence it sits in."""
-    return text.replace(FENCE_END, "LOG_DIGEST>>(escaped)").replace(FENCE, "<<(escaped)LOG_DIGEST")
+    """Log text must not be able to close the fence it sits in, nor open a new one: every spelling
+    of the markers' word — any case, spaced or split by `_`, `-`, `.`, line breaks, zero-width or
+    other invisible characters, full-width or other compatibility forms (`ＬＯＧ＿ＤＩＧＥＳＴ`) — is
+    replaced by `[fence marker removed]`."""
+    if text.isascii():
+        return _ASCII_MARKER.sub(_REMOVED, text)
+    if _WORD not in re.sub(r"[\W_]+", "", unicodedata.normalize("NFKC", text).casefold()):
+        return text  # the common case: no spelling of the word at all
+    return _remove_spans(text, _word_spans(text))
+
+
+def _word_spans(text: str) -> list[tuple[int, int]]:
+    """Where the word is in `text`: each character folded (NFKC, casefold) and the invisible or
+    separating ones skipped, the folded text searched, the hits mapped back to `text`."""
+    folded: list[str] = []
+    origin: list[int] = []
+    for i, char in enumerate(text):
+        for piece in unicodedata.normalize("NFKC", char).casefold():
+            if piece in "_-." or unicodedata.category(piece)[0] in "CZ":  # separators, controls, format chars
+                continue
+            folded.append(piece)
+            origin.append(i)
+    joined = "".join(folded)
+    spans, start = [], joined.find(_WORD)
+    while start >= 0:
+        spans.append((origin[start], origin[start + len(_WORD) - 1] + 1))
+        start = joined.find(_WORD, start + len(_WORD))
+    return spans
+
+
+def _remove_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    out, last = [], 0
+    for begin, end in spans:
+        out += [text[last:begin], _REMOVED]
+        last = end
+    return "".join(out) + text[last:]
 
 
 def user_prompt(digest_text: str) -> str:

@@ -31,6 +31,7 @@ from logwarden.app.store import (
     TimeCount,
     open_store,
 )
+from logwarden.errors import ConfigError
 from logwarden.schemas import RiskRecord
 from logwarden.ui.text import csv_safe
 
@@ -48,9 +49,21 @@ def db_url() -> str:
     return Settings().db_url
 
 
+def read_only() -> bool:
+    """Is this dashboard read-only (`LOGWARDEN_UI_READ_ONLY`: `logwarden ui` on a non-loopback address
+    without a password)? Then the store is opened read-only and nothing offers to write."""
+    return Settings().ui_read_only
+
+
 @st.cache_resource(show_spinner=False)
 def store_for(url: str) -> Store:
-    return open_store(url, create=False)
+    return open_store(url, readonly=read_only(), create=False)
+
+
+def _writable() -> None:
+    if read_only():
+        raise ConfigError("this dashboard is read-only (it is reachable from the network without a password): "
+                          "set LOGWARDEN_UI_PASSWORD where `logwarden ui` runs to allow reviews")
 
 
 def filter_key(f: RecordFilter) -> FilterKey:
@@ -136,6 +149,7 @@ def reviews(url: str, record_id: str) -> list[ReviewInfo]:
 
 
 def add_review(url: str, record_id: str, *, status: str, note: str | None, reviewer: str | None) -> None:
+    _writable()
     store_for(url).add_review(record_id, status=status, note=note or None, reviewer=reviewer or None)
     st.cache_data.clear()  # counts by status and the records table changed
 
@@ -157,6 +171,7 @@ def mute_deviation(url: str, ref: str) -> None:
 
 
 def store_records(url: str, records: list[RiskRecord]) -> int:
+    _writable()
     written = store_for(url).upsert_records(records)
     st.cache_data.clear()
     return written

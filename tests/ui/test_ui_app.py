@@ -171,6 +171,11 @@ def test_record_detail_shows_evidence_context_and_links(ui):
     assert "203.0.113.7" in set(frame(at, "kind")["value"])  # indicators
 
 
+def save_button(at):
+    """The review form's submit button (the page has others: Explain, accept/mute)."""
+    return next(b for b in at.button if b.label == "Save review")
+
+
 def test_review_appends_to_the_audit_trail(ui):
     store, _, open_page = ui
     record = store.query_records(limit=1)[0]
@@ -179,10 +184,10 @@ def test_review_appends_to_the_audit_trail(ui):
     at.selectbox(key="review_status" + key).select("confirmed")
     at.text_area(key="review_note" + key).input("seen on the firewall too")
     at.text_input(key="review_reviewer" + key).input("ana")
-    at.button[0].click().run()
+    save_button(at).click().run()
     assert [s.value for s in at.success] == ["Review saved: confirmed"]
     at.selectbox(key="review_status" + key).select("resolved")
-    at.button[0].click().run()
+    save_button(at).click().run()
     history = store.list_reviews(record.id)
     assert [(h.status, h.note, h.reviewer) for h in history] == [("confirmed", "seen on the firewall too", "ana"),
                                                                ("resolved", None, "ana")]
@@ -199,11 +204,11 @@ def test_a_second_note_keeps_the_status_and_the_form_shows_it(ui):
     key = f"_{record.id}"
     at.selectbox(key="review_status" + key).select("confirmed")
     at.text_area(key="review_note" + key).input("first note")
-    at.button[0].click().run()
+    save_button(at).click().run()
     assert at.selectbox(key="review_status" + key).value == "confirmed"
     assert at.text_area(key="review_note" + key).value == ""
     at.text_area(key="review_note" + key).input("second note, nothing else changed")
-    at.button[0].click().run()
+    save_button(at).click().run()
     assert [(h.status, h.note) for h in store.list_reviews(record.id)] == [
         ("confirmed", "first note"), ("confirmed", "second note, nothing else changed")]
     assert at.selectbox(key="review_status" + key).value == "confirmed"

@@ -19,6 +19,7 @@ from logwarden.app.detect.pack import (
     Profile,
     RuleSet,
     default_pack_paths,
+    installed_packs,
     load_placeholders,
     load_ruleset,
     shipped_pack_path,
@@ -56,13 +57,17 @@ def ruleset_for(sigma_paths: Sequence[str | Path] = (), settings=None) -> RuleSe
         settings = get_settings()
     paths = default_pack_paths(sigma_paths, home=settings.home, settings_paths=settings.sigma_paths)
     return _cached_ruleset(tuple(str(p) for p in paths), profile_from_settings(settings),
-                           str(settings.sigma_placeholders or ""), str(settings.home / "cache" / "sigma"))
+                           str(settings.sigma_placeholders or ""), str(settings.home / "cache" / "sigma"),
+                           tuple(str(p) for p in installed_packs(settings.home)))
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_ruleset(paths: tuple[str, ...], profile: Profile, placeholders: str, cache_dir: str) -> RuleSet:
+def _cached_ruleset(paths: tuple[str, ...], profile: Profile, placeholders: str, cache_dir: str,
+                    installed: tuple[str, ...] = ()) -> RuleSet:
+    """An installed pack that cannot be read is reported and skipped (`optional`): a bad pack in
+    LOGWARDEN_HOME must not stop every later run."""
     return load_ruleset(list(paths), profile=profile, placeholders=load_placeholders(placeholders or None),
-                        cache_dir=Path(cache_dir))
+                        cache_dir=Path(cache_dir), optional=installed)
 
 
 def describe_rules(rule_ids: Sequence[str], ruleset: RuleSet | None = None) -> list[dict]:

@@ -24,7 +24,6 @@ import os
 import pickle
 import tempfile
 import time
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata, resources
@@ -33,6 +32,7 @@ from typing import Any
 
 from logwarden.app.detect.compile import Atom, CompileError, Matcher, compile_condition, condition_fields, gate_clauses
 from logwarden.app.detect.logsource import unroutable
+from logwarden.app.detect.packfiles import load_yaml_documents, read_pack_files
 from logwarden.app.detect.taxonomy import LEVEL_ORDER, risk_of, rule_category, techniques_from_tags
 from logwarden.app.detect.translate import IR_VERSION, Placeholders, RuleIR
 from logwarden.errors import ConfigError, InputError
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 SHIPPED_PACK = "logwarden"
 DEFAULT_KEY_FIELDS = ("src_ip", "host")
 DEFAULT_MERGE_GAP_S = 3600.0
-RULE_SUFFIXES = (".yml", ".yaml")
 STATUSES = ("stable", "test", "experimental", "deprecated", "unsupported")
 
 
@@ -161,23 +160,6 @@ def shipped_pack_path() -> Path:
     return Path(str(resources.files("logwarden.app.detect") / "data"))
 
 
-def read_pack_files(path: Path) -> list[tuple[str, bytes]]:
-    """(display source, bytes) of every rule file of a folder, zip or single file, in order."""
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in RULE_SUFFIXES and p.is_file())
-        return [(str(p), p.read_bytes()) for p in files]
-    if path.suffix.lower() == ".zip":
-        try:
-            with zipfile.ZipFile(path) as archive:
-                names = sorted(n for n in archive.namelist() if n.endswith(RULE_SUFFIXES) and "__MACOSX" not in n)
-                return [(f"{path}!{n}", archive.read(n)) for n in names]
-        except zipfile.BadZipFile as exc:
-            raise InputError(f"{path} is not a readable zip of Sigma rules: {exc}") from exc
-    if path.is_file():
-        return [(str(path), path.read_bytes())]
-    raise InputError(f"Sigma rule pack {path} does not exist; give a folder, a .zip or a .yml file")
-
-
 def pack_digest(files: Sequence[tuple[str, bytes]], placeholders: Placeholders, root: str) -> str:
     digest = hashlib.sha256(f"ir{IR_VERSION}|pysigma{_pysigma_version()}|".encode())
     digest.update(json.dumps({k: list(v) for k, v in sorted(placeholders.items())}).encode())
@@ -198,13 +180,12 @@ def parse_pack(files: Sequence[tuple[str, bytes]], placeholders: Placeholders) -
     from sigma.collection import SigmaCollection
     from sigma.exceptions import SigmaError, SigmaRuleLocation
 
-    from logwarden.app.detect.translate import translate_rule
-
     collections, broken = [], []
     for source, data in files:
         try:
-            collections.append(SigmaCollection.from_yaml(
-                data.decode("utf-8", "replace"), collect_errors=True, source=SigmaRuleLocation(source),
+            documents = load_yaml_documents(data.decode("utf-8", "replace"))  # bounded: no billion laughs
+            collections.append(SigmaCollection.from_dicts(
+                documents, collect_errors=True, source=SigmaRuleLocation(source),
                 collect_filters=True, resolve_references=False))
         except Exception as exc:  # YAML errors, a document that is not a mapping, …: this file only
             broken.append(_file_error(source, exc))
@@ -217,7 +198,18 @@ def parse_pack(files: Sequence[tuple[str, bytes]], placeholders: Placeholders) -
                 rule.errors.append(exc)
     if merged.filters:
         merged.apply_filters(merged.filters)
-    return broken + [translate_rule(rule, _source_of(rule), placeholders) for rule in merged.rules]
+    return broken + [_translated(rule, placeholders) for rule in merged.rules]
+
+
+def _translated(rule: Any, placeholders: Placeholders) -> RuleIR:
+    """One rule's IR; a rule whose fields are of the wrong types is that rule's error, not the pack's."""
+    from logwarden.app.detect.translate import translate_rule
+
+    source = _source_of(rule)
+    try:
+        return translate_rule(rule, source, placeholders)
+    except Exception as exc:  # a hostile or broken rule: report it, load the others
+        return _file_error(source, exc)
 
 
 def _source_of(rule: Any) -> str:
@@ -234,9 +226,20 @@ def _file_error(source: str, exc: Exception) -> RuleIR:
     return RuleIR(key=f"file:{source}", rule_id=name, title=name, source=source, error=f"{name} {what}: {detail}")
 
 
+def _refused_file(source: str, why: str) -> RuleIR:
+    name = source.rsplit("/", 1)[-1]
+    return RuleIR(key=f"file:{source}", rule_id=name, title=name, source=source, error=f"{name} {why}")
+
+
+def _refused_pack(path: Path, why: str) -> RuleIR:
+    return RuleIR(key=f"pack:{path}", rule_id=_pack_name(path), title=f"pack {_pack_name(path)}", source=str(path),
+                  error=f"the pack was not loaded: {why}")
+
+
 def load_pack(path: Path, *, placeholders: Placeholders, cache_dir: Path | None) -> tuple[list[RuleIR], PackInfo]:
     started = time.perf_counter()
-    files = read_pack_files(path)
+    found = read_pack_files(path)
+    files = found.files
     digest = pack_digest(files, placeholders, str(path))
     cache_file = cache_dir / f"{_pack_name(path)}-{digest[:24]}.pickle" if cache_dir else None
     irs = _read_cache(cache_file)
@@ -244,6 +247,7 @@ def load_pack(path: Path, *, placeholders: Placeholders, cache_dir: Path | None)
     if irs is None:
         irs = parse_pack(files, placeholders)
         _write_cache(cache_file, irs)
+    irs = [_refused_file(source, why) for source, why in found.refused] + irs
     info = PackInfo(name=_pack_name(path), path=str(path), rules=len(irs), cached=cached,
                     load_s=time.perf_counter() - started)
     return irs, info
@@ -380,13 +384,19 @@ def _activate(compiled: Mapping[str, CompiledRule], profile: Profile, entries: d
 # --- the default rule set -------------------------------------------------------------------------
 
 
+def installed_packs(home: Path | None) -> list[Path]:
+    """The packs `logwarden rules update` installed under `home/sigma` (not its staging folders)."""
+    folder = home / "sigma" if home else None
+    if folder is None or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if not p.name.startswith(".") and (p.is_dir() or p.suffix.lower() == ".zip"))
+
+
 def default_pack_paths(extra: Iterable[str | Path] = (), *, home: Path | None = None,
                        settings_paths: str = "") -> list[Path]:
     """The shipped pack, installed packs, LOGWARDEN_SIGMA_PATHS, then `extra` (--sigma)."""
-    paths = [shipped_pack_path()]
-    installed = home / "sigma" if home else None
-    if installed is not None and installed.is_dir():
-        paths += sorted(p for p in installed.iterdir() if p.is_dir() or p.suffix.lower() == ".zip")
+    paths = [shipped_pack_path(), *installed_packs(home)]
     paths += [Path(p).expanduser() for p in settings_paths.split(os.pathsep) if p.strip()]
     paths += [Path(p).expanduser() for p in extra]
     unique: list[Path] = []
@@ -412,12 +422,22 @@ def load_placeholders(path: str | Path | None) -> dict[str, list[str]]:
 
 
 def load_ruleset(paths: Sequence[str | Path], *, profile: Profile | None = None,
-                 placeholders: Placeholders | None = None, cache_dir: Path | None = None) -> RuleSet:
-    """Read, compile and profile the packs at `paths` (in order) into one rule set."""
+                 placeholders: Placeholders | None = None, cache_dir: Path | None = None,
+                 optional: Sequence[str | Path] = ()) -> RuleSet:
+    """Read, compile and profile the packs at `paths` (in order) into one rule set. A pack in
+    `optional` (an installed one) that cannot be read is reported and left out: one bad pack must
+    not stop every run; any other raises `InputError`."""
     placeholders = placeholders or {}
     packs, infos = [], []
+    skippable = {str(p) for p in optional}
     for path in paths:
-        irs, info = load_pack(Path(path), placeholders=placeholders, cache_dir=cache_dir)
+        try:
+            irs, info = load_pack(Path(path), placeholders=placeholders, cache_dir=cache_dir)
+        except InputError as exc:
+            if str(path) not in skippable:
+                raise
+            log.warning("rule pack %s not loaded: %s", path, exc)
+            irs, info = [_refused_pack(Path(path), str(exc))], PackInfo(_pack_name(Path(path)), str(path), 0, False, 0.0)
         packs.append((info.name, irs))
         infos.append(info)
     ruleset = build_ruleset(packs, profile or Profile())

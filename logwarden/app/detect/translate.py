@@ -136,8 +136,10 @@ def _metadata(rule: Any, source: str) -> RuleIR:
     logsource = tuple((getattr(ls, part) or None) and str(getattr(ls, part)).lower()
                       for part in ("product", "category", "service")) if ls else (None, None, None)
     custom = rule.custom_attributes.get("logwarden") if rule.custom_attributes else None
-    return RuleIR(key=uuid or name or f"{source}#{rule.title}", rule_id=name or uuid or rule.title,
-                  title=rule.title or name or uuid or "untitled", source=source, name=name, uuid=uuid,
+    title = str(rule.title) if rule.title else None
+    fallback = f"{source.rsplit('/', 1)[-1]}#untitled"  # a file that is no rule at all still has a name
+    return RuleIR(key=uuid or name or f"{source}#{title}", rule_id=name or uuid or title or fallback,
+                  title=title or name or uuid or "untitled", source=source, name=name, uuid=uuid,
                   level=str(rule.level) if rule.level else None, status=str(rule.status) if rule.status else None,
                   description=(rule.description or "").strip(), author=rule.author or "",
                   tags=[str(t) for t in rule.tags], references=list(rule.references or []),

@@ -17,6 +17,7 @@ from urllib.parse import unquote_plus
 
 from logwarden.app.detect.logsource import Alias
 from logwarden.app.events import Event
+from logwarden.app.parse import bounded_json
 from logwarden.app.parse.cloud import cloudtrail_record
 
 ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
@@ -228,7 +229,7 @@ class EventView:
     def _original(self) -> Any:
         if self._record is _MISSING:
             try:
-                self._record = json.loads(self.event.raw)
+                self._record = bounded_json.loads(self.event.raw)
             except ValueError:
                 self._record = None
             if self.event.format == "cloudtrail" and isinstance(self._record, dict):  # unwrapped from its envelope

@@ -17,6 +17,7 @@ from logwarden.app.export.forward import forward_splunk_hec
 from logwarden.app.export.ocsf import to_ocsf
 from logwarden.app.export.splunk import to_splunk_hec
 from logwarden.app.export.syslog import forward_syslog
+from logwarden.app.safetext import json_safe
 from logwarden.errors import InputError
 from logwarden.schemas import RiskRecord
 
@@ -24,11 +25,12 @@ FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")
 
 
 def _json(build: Callable[[RiskRecord], dict[str, Any]]) -> Callable[[RiskRecord], str]:
-    return lambda record: json.dumps(build(record), ensure_ascii=False, separators=(",", ":"))
+    # json_safe: the same JSON, with C1/bidi controls escaped (a SIEM console or a terminal may obey them raw)
+    return lambda record: json_safe(json.dumps(build(record), ensure_ascii=False, separators=(",", ":")))
 
 
 _SERIALIZERS: dict[str, Callable[[RiskRecord], str]] = {
-    "jsonl": lambda record: record.model_dump_json(),
+    "jsonl": lambda record: json_safe(record.model_dump_json()),
     "ecs": _json(to_ecs),
     "ocsf": _json(to_ocsf),
     "splunk-hec": _json(to_splunk_hec),

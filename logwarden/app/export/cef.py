@@ -2,13 +2,17 @@ r"""ArcSight Common Event Format (CEF:0) lines from risk records.
 
 Escaping follows the CEF spec: in the header `\` and `|` are backslash-escaped; in extension
 values `\` and `=` are, and CR/LF become the two-character sequences `\r` and `\n`. Header
-fields may not hold line breaks at all, so they are folded to spaces. Extension keys are the
+fields may not hold line breaks at all, so they are folded to spaces. Other control characters
+(NUL, ESC, C1) and bidi controls, which the spec does not name, are written as visible text
+(`\x1b`, `<U+202E>`: `safetext.visible`), so no CEF line carries a raw one. Extension keys are the
 spec's standard keys; the rest go to the labelled custom strings cs1..cs6.
 
 Owns: CEF rendering. Does not send (see syslog.py).
 """
 
 from __future__ import annotations
+
+import re
 
 from logwarden.app.export.common import (
     CEF_SEVERITY,
@@ -22,19 +26,23 @@ from logwarden.app.export.common import (
     rule_id,
     title,
 )
+from logwarden.app.safetext import visible
 from logwarden.schemas import RiskRecord
 
+_LINE_BREAK = re.compile(r"(\r|\n)")
+_BREAKS = {"\r": "\\r", "\n": "\\n"}
 EXT_VALUE_MAX = 4000  # keeps a record on one syslog message (receivers commonly cap at 8 KiB)
 
 
 def escape_header(value: str) -> str:
-    folded = " ".join(value.splitlines())
+    folded = " ".join(visible(value, tabs=True, newlines=True).splitlines())
     return folded.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def escape_extension(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace("=", "\\=")
-    return escaped.replace("\n", "\\n").replace("\r", "\\r")
+    parts = _LINE_BREAK.split(value)  # breaks stay CEF's own \r and \n; the text between them is made visible
+    return "".join(_BREAKS.get(part) or visible(part, tabs=True).replace("\\", "\\\\").replace("=", "\\=")
+                   for part in parts)
 
 
 def to_cef(record: RiskRecord) -> str:

@@ -12,6 +12,7 @@ from logwarden.app.ingest.identity import (
     Fingerprint,
     fingerprint_of,
     identify,
+    kept_part,
     key_of,
     next_generation,
     source_name,
@@ -22,6 +23,7 @@ from logwarden.app.ingest.reader import (
     TailRead,
     content_size,
     is_compressed,
+    lines_within,
     read_complete_lines,
     read_head,
     read_lines,
@@ -31,6 +33,7 @@ from logwarden.app.ingest.reader import (
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
-    "is_compressed", "is_rotated_name", "iter_files", "key_of", "next_generation", "read_complete_lines",
-    "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary", "source_name", "undecided",
+    "is_compressed", "is_rotated_name", "iter_files", "kept_part", "key_of", "lines_within", "next_generation",
+    "read_complete_lines", "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary",
+    "source_name", "undecided",
 ]

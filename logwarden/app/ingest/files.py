@@ -2,13 +2,17 @@
 
 Owns: recursion, include/exclude globs, rotation-aware ordering (oldest rotated file first),
 what a rotated name looks like, de-duplication, refusing paths that are not regular files
-(a FIFO or a device would be read forever), and turning an unreadable folder into an `ErrorRow`.
+after following links (a FIFO or a device would be read forever, and so would a kernel
+pseudo-file such as `/proc/kmsg`, which calls itself regular: anything on proc, sysfs, debugfs…
+is refused, folders included), and turning an unreadable folder or a refused entry into an
+`ErrorRow`.
 It does not open files or judge their content (that is `reader.sniff_binary`): nothing is
 skipped by its name alone.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -17,12 +21,17 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.safetext import os_text
 from logwarden.errors import InputError
 
 # auth.log.2.gz → ("auth.log", 2); auth.log → ("auth.log", 0)
 _ROTATED = re.compile(r"^(?P<base>.+?)\.(?P<n>\d{1,4})(?P<ext>\.(?:gz|bz2|xz|zst))?$")
 # logrotate's dateext: auth.log-20240101, auth.log-2024010112(.gz)
 _DATEEXT = re.compile(r"^.+-\d{8}(?:\d{2})?(?:\.(?:gz|bz2|xz|zst))?$")
+# Kernel filesystems whose "regular" files are interfaces: reading /proc/kmsg or a tracefs pipe blocks
+_PSEUDO_FS = frozenset(("proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs", "cgroup", "cgroup2",
+                        "pstore", "bpf", "efivarfs", "fusectl", "devtmpfs", "devpts", "mqueue", "binfmt_misc"))
+_PSEUDO_ROOTS = ("/proc", "/sys")  # where there is no mount table to ask
 
 
 def is_rotated_name(name: str) -> bool:
@@ -75,17 +84,66 @@ def _found_files(roots: list[Path], include: Sequence[str],
 def _checked_root(path: str | Path) -> Path:
     root = Path(os.path.abspath(os.path.expanduser(str(path))))
     try:
-        mode = root.stat().st_mode
+        root.stat()
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file or folder. Check the path (globs are expanded by "
+        raise InputError(f"{os_text(path)}: no such file or folder. Check the path (globs are expanded by "
                          f"the shell, not by logwarden).") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror or exc}).") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        raise InputError(f"{path}: not a regular file or folder (a FIFO, socket or device would be "
-                         f"read forever). Save the data to a file first, or pipe one snippet to "
-                         f"`logwarden triage -`.")
+        raise InputError(f"{os_text(path)}: cannot be read ({exc.strerror or exc}).") from None
+    problem = refusal(root)
+    if problem is not None:
+        raise InputError(f"{os_text(path)}: {problem}. Save the data to a file first, or pipe one snippet "
+                         f"to `logwarden triage -`.")
     return root
+
+
+def refusal(path: Path) -> str | None:
+    """Why `path` (links followed) must not be read, or None for a regular file or a folder."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    target = os.path.realpath(path)
+    via = f" (it links to {os_text(target)})" if target != os.path.abspath(path) else ""
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return f"not a regular file or folder: {special_kind(st.st_mode)}{via} would be read forever"
+    if _on_pseudo_fs(target, st.st_dev):
+        return f"a kernel pseudo-file or folder{via}, not a log: reading it can block forever"
+    return None
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither regular nor a folder is, in words."""
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _on_pseudo_fs(real: str, device: int) -> bool:
+    devices = _pseudo_devices()
+    if devices is not None:
+        return device in devices
+    return any(real == root or real.startswith(root + "/") for root in _PSEUDO_ROOTS)
+
+
+@functools.lru_cache(maxsize=1)
+def _pseudo_devices() -> frozenset[int] | None:
+    """st_dev of every mounted kernel filesystem (Linux's mount table); None where there is none."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as table:
+            rows = [line.split() for line in table]
+    except OSError:
+        return None
+    devices = set()
+    for row in rows:
+        # id parent major:minor root mountpoint options [optional…] - fstype source superoptions
+        if "-" in row and row.index("-") + 1 < len(row) and row[row.index("-") + 1] in _PSEUDO_FS:
+            major, _, minor = row[2].partition(":")
+            if major.isdigit() and minor.isdigit():
+                devices.add(os.makedev(int(major), int(minor)))
+    return frozenset(devices)
 
 
 def _walk(folder: Path, root: Path, include: Sequence[str], exclude: Sequence[str],
@@ -101,9 +159,18 @@ def _walk(folder: Path, root: Path, include: Sequence[str], exclude: Sequence[st
         return
     for entry in entries:
         path = Path(entry.path)
-        if _is_dir(entry):
+        if not _wanted(path.relative_to(root).as_posix(), include, exclude) and not _is_dir(entry):
+            continue
+        try:
+            problem = _entry_refusal(entry)
+        except FileNotFoundError:  # gone since the folder was listed (rotated away), or a dangling link
+            continue
+        if problem is not None:
+            yield ErrorRow(source=os_text(path), offset=None, stage="ingest",
+                           message=f"{os_text(path)}: skipped, {problem}")
+        elif _is_dir(entry):
             yield from _walk(path, root, include, exclude, visited)
-        elif _is_file(entry) and _wanted(path.relative_to(root).as_posix(), include, exclude):
+        else:
             yield path
 
 
@@ -119,11 +186,19 @@ def _is_dir(entry: os.DirEntry) -> bool:
         return False
 
 
-def _is_file(entry: os.DirEntry) -> bool:
+def _entry_refusal(entry: os.DirEntry) -> str | None:
+    """Plain files and folders pass on the DirEntry's cached type; links, special files and
+    anything on a kernel filesystem are looked at closely."""
     try:
-        return entry.is_file()
-    except OSError:
-        return False
+        plain = not entry.is_symlink() and (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False))
+        if plain and not _on_pseudo_fs(entry.path, entry.stat(follow_symlinks=False).st_dev):
+            return None
+        os.stat(entry.path)  # FileNotFoundError: gone, or a link to nothing
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return refusal(Path(entry.path))
 
 
 def _wanted(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bool:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from logwarden.app.safetext import os_text
+
 FINGERPRINT_BYTES = 4096
 PREFIX_BYTES = 64  # a second, short fingerprint: tells a new file from a copy being written at once
 # What a damaged compressed stream raises mid-read (BadGzipFile is an OSError).
@@ -74,6 +76,7 @@ class Known(Protocol):
     fingerprint: str | None
     fingerprint_len: int
     fingerprint_prefix: str | None
+    head: bytes | None  # the bytes the fingerprint covers, when the store kept them
 
 
 def key_of(known: Known) -> tuple[str, int, int]:
@@ -87,8 +90,11 @@ def fingerprint_of(known: Known) -> Fingerprint | None:
 
 
 def source_name(path: Path | str, node: str | None = None) -> str:
-    """What a file at `path` is called as a source: its path, on `node` when one is set."""
-    return f"{node}:{path}" if node else str(path)
+    """What a file at `path` is called as a source: its path, on `node` when one is set. A name's
+    undecodable bytes and control characters are escaped (`\\x80`, `\\n`): a source name is stored,
+    shown and put in prompts, where they would crash or forge lines."""
+    name = os_text(path)
+    return f"{node}:{name}" if node else name
 
 
 def continues(known: Known, *, inode: int, size: int, head: bytes, compressed: bool) -> bool:
@@ -102,6 +108,22 @@ def continues(known: Known, *, inode: int, size: int, head: bytes, compressed: b
         return fingerprint.matches(head)
     # Nothing read yet, or a row from before fingerprints: only the inode can say.
     return known.inode == inode
+
+
+def kept_part(known: Known, *, inode: int, size: int, head: bytes, compressed: bool) -> bool:
+    """Was this file truncated in place to a part of what was read from it (`truncate -s`), rather
+    than emptied and written anew? Only when that can be checked: the same inode, uncompressed,
+    shorter than what was read but not empty, and its bytes equal to the stored `head` (or, past
+    the head, matching the fingerprint). Then reading goes on after the part, which was read."""
+    if compressed or inode != known.inode or not 0 < size < known.offset:
+        return False
+    fingerprint = fingerprint_of(known)
+    stored = getattr(known, "head", None)
+    if fingerprint is None or not stored or not fingerprint.matches(stored):
+        return False  # a store from before heads were kept, or a head that no longer fits
+    if size >= fingerprint.length:
+        return fingerprint.matches(head)
+    return head[:size] == stored[:size]
 
 
 def identify(known: Iterable[Known], *, name: str, inode: int, size: int, head: bytes,

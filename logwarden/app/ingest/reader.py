@@ -28,6 +28,7 @@ from typing import BinaryIO
 
 from logwarden.app.events import ErrorRow, LogLine
 from logwarden.app.ingest.identity import READ_ERRORS, Fingerprint, head_of
+from logwarden.app.safetext import clean, os_text
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,13 @@ _EVTX_MAX_FAILURES = 50  # damaged chunks in one EVTX file before reading it is 
 
 
 def sniff_binary(sample: bytes) -> bool:
-    """True when `sample` (a file's first bytes) is not text: many NULs, control or invalid bytes.
+    """True when `sample` (a file's first bytes) is not text: many control or invalid bytes.
 
-    A sample that is only NULs is text: a log pre-allocated or padded after a crash.
+    NULs are not counted: a run of them is a log pre-allocated, or padded after a crash, and its
+    lines are read with the NULs dropped (and counted, `LogLine.nul_bytes`), not the whole file skipped.
     """
-    if not sample or not sample.strip(b"\x00"):
+    sample = sample.replace(b"\x00", b"")
+    if not sample:
         return False
     control = len(sample) - len(sample.translate(None, _CONTROL))
     invalid = sample.decode("utf-8", "replace").count("\ufffd")
@@ -116,6 +119,19 @@ def read_head(path: Path) -> bytes | None:
         return None
 
 
+def lines_within(path: Path, size: int) -> tuple[int, int]:
+    """(offset after the last newline within the first `size` bytes, how many lines end there)."""
+    offset = lines = boundary = 0
+    with open(path, "rb") as handle:
+        while offset < size and (chunk := handle.read(min(_SKIP_CHUNK, size - offset))):
+            lines += chunk.count(b"\n")
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                boundary = offset + cut + 1
+            offset += len(chunk)
+    return boundary, lines
+
+
 def read_complete_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
                         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> TailRead:
     """Only newline-terminated lines; after iterating, `.end_offset`/`.next_line_no` say where
@@ -146,7 +162,7 @@ class TailRead:
                  max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, final_partial: bool = True,
                  expect: Fingerprint | None = None):
         self.path = Path(path)
-        self.source = str(path)
+        self.source = os_text(path)  # undecodable bytes, controls and newlines escaped
         self.start_offset = start_offset
         self._cursor = _Cursor(start_offset, start_line)  # advanced past each line yielded
         self.max_line_bytes = max_line_bytes
@@ -269,8 +285,16 @@ class TailRead:
             index += 1
             if index <= self.start_offset:
                 continue
-            text = json.dumps(json.loads(record["data"]), separators=(",", ":"), ensure_ascii=False)
-            line = LogLine(source=self.source, inode=self.inode, offset=index - 1, line_no=cursor.line_no, text=text)
+            try:  # a lone UTF-16 surrogate in an event is U+FFFD, not a crash later on
+                text = clean(json.dumps(json.loads(record["data"]), separators=(",", ":"), ensure_ascii=False))
+            except (ValueError, KeyError, TypeError) as exc:
+                failures += 1
+                error = self._error(index - 1, f"unreadable EVTX record {index} ({exc})")
+                error.line_no = cursor.line_no
+                cursor.offset, cursor.line_no = index, cursor.line_no + 1  # accounted for by its error
+                yield error
+                continue
+            line = LogLine(self.source, self.inode, index - 1, cursor.line_no, text, False, index)
             # moved past the record before it is handed on (as the line splitter does): a reader
             # closed right after taking it must not give the record again on the next read
             cursor.offset, cursor.line_no = index, cursor.line_no + 1
@@ -319,7 +343,7 @@ class _LineSplitter:
             if not terminated and not self.final_partial:  # still being written
                 self.held_back = True
                 return
-            line = _log_line(source, inode, cursor.offset, cursor.line_no, raw, dropped)
+            line = _log_line(source, inode, cursor.offset, cursor.line_no, raw, dropped, cursor.offset + size)
             cursor.offset += size
             cursor.line_no += 1
             yield line
@@ -335,16 +359,18 @@ class _LineSplitter:
 
 
 def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
-              dropped: int) -> LogLine:
+              dropped: int, end: int) -> LogLine:
     if raw[-1:] == b"\n":
         raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+    nuls = 0
     if 0 in raw:  # NUL padding or injected NULs: keep the line, lose the NULs (an int: `0 in` is a memchr)
+        nuls = raw.count(0)
         raw = raw.replace(b"\x00", b"")
     text = raw.decode("utf-8", "replace")
     if dropped:
         text = f"{text.rstrip(chr(13))}… [truncated {dropped} bytes]"
     # positional: a dataclass's __init__ with keywords costs twice as much, once per line
-    return LogLine(source, inode, offset, line_no, text, bool(dropped))
+    return LogLine(source, inode, offset, line_no, text, bool(dropped), end, nuls)
 
 
 def _decompressing(raw: BinaryIO) -> BinaryIO:

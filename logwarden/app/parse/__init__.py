@@ -1,7 +1,9 @@
 """Parsing: `LogLine`s → `Event`s with the fields named in docs/FIELDS.md.
 
 Owns: format detection, one parser per format, and the promise that every line gives exactly one
-Event (a line its parser cannot read becomes a `generic` event; nothing raises per line).
+Event: a line the file's parser cannot read goes to the other parsers in turn (a JSON line in an
+auth.log, an sshd line after a JSON banner), and only a line none of them reads becomes a
+`generic` event; nothing raises per line.
 Knows nothing about files on disk (app/ingest) or what events mean (app/detect).
 """
 
@@ -17,7 +19,14 @@ from logwarden.app.parse.base import Parser, new_event
 from logwarden.app.parse.cloud import CloudTrailParser
 from logwarden.app.parse.generic import GenericParser
 from logwarden.app.parse.jsonlog import JsonParser, parse_file_json
-from logwarden.app.parse.sniff import NOT_LOGS, SAMPLE_LINES, TEXT_PARSERS, FormatDecision, detect_format
+from logwarden.app.parse.sniff import (
+    NOT_LOGS,
+    SAMPLE_LINES,
+    TEXT_PARSERS,
+    FormatDecision,
+    detect_format,
+    fallback_order,
+)
 from logwarden.app.parse.windows import WindowsParser
 from logwarden.errors import InputError
 
@@ -26,8 +35,6 @@ log = logging.getLogger(__name__)
 PARSERS: dict[str, type] = {cls.name: cls for cls in (
     *TEXT_PARSERS, WindowsParser, CloudTrailParser, JsonParser, GenericParser)}
 FORMATS: tuple[str, ...] = tuple(PARSERS)
-# A JSON line that is not of the file's JSON kind is still better read as JSON than as text.
-_FALLBACKS = {"windows": ("json",), "cloudtrail": ("json",)}
 _JSON_KINDS = frozenset(("windows", "cloudtrail", "json"))
 _HEAD_MAX_LINES = 2000  # how far parse_stream looks for SAMPLE_LINES non-empty lines
 PARSE_RUN = 256  # lines read and parsed together before the consumer sees them
@@ -48,11 +55,13 @@ def make_parser(fmt: str, *, reference_time: datetime | None = None) -> Parser:
 def parse_lines(lines: Iterable[LogLine], fmt: str, *,
                 reference_time: datetime | None = None) -> Iterator[Event]:
     """One Event per line, in order. `reference_time` (the file's mtime) dates year-less lines.
+    A line `fmt`'s parser cannot read is offered to the other parsers (`fallback_order`).
 
     Raises `InputError` at once for an unknown `fmt`; never raises for any line.
     """
-    chain = [make_parser(fmt, reference_time=reference_time)]
-    chain += [make_parser(name, reference_time=reference_time) for name in _FALLBACKS.get(fmt, ())]
+    first = make_parser(fmt, reference_time=reference_time)
+    chain = [] if isinstance(first, GenericParser) else [first]  # generic reads anything: it comes last
+    chain += [make_parser(name, reference_time=reference_time) for name in fallback_order(fmt)]
     return _parse_all(lines, chain, GenericParser(reference_time=reference_time))
 
 
@@ -97,8 +106,10 @@ def parse_stream(lines: Iterable[LogLine], *, path: str | None = None,
         events = parse_file_json(head, reference_time=reference_time)
         if events is not None:
             return decision, iter(events)
-        decision = FormatDecision("generic", 0.0, f"{decision.reason}; but it is not valid JSON"
-                                  f"{_truncation_hint(head)}, so it was read line by line")
+        lines_decision = detect_format([line.text for line in head], path, documents=False)
+        decision = FormatDecision(lines_decision.name, lines_decision.confidence,
+                                  f"{decision.reason}; but it is not valid JSON{_truncation_hint(head)}, so it "
+                                  f"was read line by line ({lines_decision.reason})")
     return decision, parse_lines(itertools.chain(head, rest), decision.name,
                                  reference_time=reference_time)
 

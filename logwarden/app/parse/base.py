@@ -30,4 +30,4 @@ def new_event(line: LogLine, fmt: str, *, ts: datetime | None = None, host: str 
         fields["truncated"] = True
     # positional: a dataclass's __init__ with eleven keywords costs twice as much, once per line
     return Event(line.source, line.line_no, line.offset, line.text, fmt, ts, host, program, message, fields,
-                 line.inode)
+                 line.inode, line.end)

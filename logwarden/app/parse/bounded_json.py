@@ -5,15 +5,19 @@ value a few hundred deep decodes but then blows the stack of whatever walks it l
 detectors, indicator extraction, `json.dumps`). Real log events nest a few levels (evtx_dump ~6,
 CloudTrail ~15), so anything deeper than `MAX_DEPTH` is refused here, once, with a `ValueError`
 like any other malformed JSON, and the line is read as text. Oversized integers (`int` refuses
-more than 4,300 digits) already raise `ValueError`.
+more than 4,300 digits) already raise `ValueError`. A `\\ud800` escape decodes to a lone
+surrogate, which every later stage (pydantic, the store, a UTF-8 writer) refuses with an
+exception: such strings come out with U+FFFD instead (`safetext.clean`); the raw line keeps the escape.
 
-Owns only that rule. Knows nothing about log formats.
+Owns only these rules. Knows nothing about log formats.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from logwarden.app.safetext import clean_value, may_hold_surrogates
 
 MAX_DEPTH = 100
 _decoder = json.JSONDecoder()
@@ -26,7 +30,7 @@ def loads(text: str) -> Any:
     except RecursionError:
         raise _too_deep() from None
     _check_depth(value, text, 0, len(text))
-    return value
+    return clean_value(value) if may_hold_surrogates(text) else value
 
 
 def raw_decode(text: str, pos: int = 0) -> tuple[Any, int]:
@@ -36,6 +40,8 @@ def raw_decode(text: str, pos: int = 0) -> tuple[Any, int]:
     except RecursionError:
         raise _too_deep() from None
     _check_depth(value, text, pos, end)
+    if may_hold_surrogates(text[pos:end]):
+        value = clean_value(value)
     return value, end
 
 

@@ -41,6 +41,7 @@ TEXT_PARSERS = (Rfc5424Parser, AuditdParser, ApacheErrorParser, AccessParser, Aw
                  HttpRequestParser, SyslogParser)
 _PRIORITY = ("rfc5424", "auditd", "apache_error", "access", "aws_lb", "w3c", "zeek", "http_request", "windows", "cloudtrail",
              "json", "syslog")
+_JSON_KINDS = frozenset(("windows", "cloudtrail", "json"))
 # '{' or '[' opening a document, not "[Sun Dec 04 …" (Apache) or "[  12.3] …" (dmesg)
 _JSON_START = re.compile(r'\s*(?:[{\[]\s*$|\{\s*"|\[\s*[{\["])')
 _DESCRIPTION = {
@@ -64,16 +65,25 @@ class FormatDecision:
     whole_file: bool = False
 
 
-def detect_format(lines: Sequence[str], path: str | None = None) -> FormatDecision:
+def fallback_order(fmt: str) -> tuple[str, ...]:
+    """The parsers a line goes to, in order, when the file's own (`fmt`) cannot read it: every
+    other format, most specific first; the generic parser after them all."""
+    return tuple(name for name in _PRIORITY if name != fmt)
+
+
+def detect_format(lines: Sequence[str], path: str | None = None, *, documents: bool = True) -> FormatDecision:
     """Decide the format of a file from its first lines (and its name, only for JSON hints).
     A file that is not a log at all (`NOT_LOGS`: markdown or prose, logwarden's own evaluation
-    labels) gets that name; it is skipped, not read as `generic` lines."""
+    labels) gets that name; it is skipped, not read as `generic` lines. `documents=False`: the
+    file is known not to be one JSON document; choose a line format."""
     sample = [text for text in lines if text.strip()][:SAMPLE_LINES]
     if not sample:
         return FormatDecision("generic", 0.0, "generic: no non-empty lines to sample")
     counts, cloudtrail_files, azure_files = _score(sample)
     if (not_a_log := _not_a_log(sample, counts)) is not None:
         return not_a_log
+    if not documents:
+        return _best(counts, len(sample))
     if cloudtrail_files:
         return FormatDecision("cloudtrail", 1.0, f"cloudtrail: {cloudtrail_files} line(s) hold a "
                               f"CloudTrail file ({{\"Records\": [...]}})", whole_file=True)
@@ -134,9 +144,12 @@ def _is_sentence(text: str) -> bool:
 
 
 def _json_document(sample: list[str], counts: Counter, path: str | None) -> FormatDecision | None:
-    """A multi-line JSON document: starts with '{' or '[' but its lines are not JSON objects."""
+    """A multi-line JSON document: starts with '{' or '[' but its lines are not JSON objects, nor
+    lines of a text format (one JSON line heading an auth.log is a line, not a document)."""
     json_lines = counts["windows"] + counts["cloudtrail"] + counts["json"]
-    if not _JSON_START.match(sample[0]) or json_lines >= len(sample) / 2:
+    text_lines = max((n for name, n in counts.items() if name not in _JSON_KINDS), default=0)
+    if (not _JSON_START.match(sample[0]) or load_object(sample[0]) is not None
+            or max(json_lines, text_lines) >= len(sample) / 2):
         return None
     text = "\n".join(sample)
     if ('"eventSource"' in text and '"eventName"' in text) or '"CloudTrailEvent"' in text:

@@ -26,6 +26,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from logwarden.app.safetext import clean
 from logwarden.errors import StoreInputError
 
 BUSY_TIMEOUT_MS = 30_000
@@ -101,7 +102,8 @@ def _readonly_sqlite(url: URL) -> URL:
 def _engine_kwargs(url: URL) -> dict[str, Any]:
     # ensure_ascii off: stored JSON keeps unicode as is, so free-text LIKE search finds "пользователь";
     # default=str: run metrics/config may carry paths or datetimes, which must not abort the run.
-    common = {"json_serializer": lambda obj: json.dumps(obj, ensure_ascii=False, default=str)}
+    # clean: a lone surrogate (which no driver encodes) is U+FFFD, not a failed transaction.
+    common = {"json_serializer": lambda obj: clean(json.dumps(obj, ensure_ascii=False, default=str))}
     if not is_sqlite(url):
         return {**common, "pool_pre_ping": True}
     # check_same_thread off: Streamlit serves a session from several threads; the pool hands

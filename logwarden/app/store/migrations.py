@@ -23,6 +23,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -34,7 +35,7 @@ from sqlalchemy import (
     text,
 )
 
-from logwarden.errors import StoreError
+from logwarden.errors import StoreError, StoreInputError
 
 Step = Callable[[Connection], None]
 
@@ -184,6 +185,21 @@ def _step_model_reviews(conn: Connection) -> None:
     md.create_all(conn)
 
 
+MARKER_TABLE = "logwarden_store"
+
+
+def _step_store_marker(conn: Connection) -> None:
+    """Issue 32. The store says it is logwarden's: `logwarden_store` holds `application =
+    logwarden`, so no command migrates, writes or reads another application's database as one.
+    Sources keep the bytes their fingerprint covers (`head`, at most 4 KiB): a file truncated in
+    place to a part of what was read is then told from new content, and not read twice."""
+    marker = Table(MARKER_TABLE, MetaData(), Column("key", String(40), primary_key=True),
+                   Column("value", Text, nullable=False))
+    marker.create(conn)
+    conn.execute(insert(marker).values(key="application", value="logwarden"))
+    conn.execute(text(f"ALTER TABLE sources ADD COLUMN head {LargeBinary().compile(dialect=conn.dialect)}"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -192,6 +208,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (4, "run owner: host and pid", _step_run_owner),
     (5, "baselines: profiles and muted deviations", _step_baselines),
     (6, "model reviews: what waits for the model, and the records it may change", _step_model_reviews),
+    # issue 32
+    (9, "store marker: the database is logwarden's; sources keep their head", _step_store_marker),
 )
 LATEST_VERSION = STEPS[-1][0]
 
@@ -211,17 +229,44 @@ def current_version(conn: Connection) -> int:
     return max(versions, default=0)
 
 
+def store_kind(conn: Connection) -> str:
+    """`logwarden` (the marker, or a store from before it: `schema_migrations` whose first step is
+    logwarden's), `empty` (no tables at all) or `foreign` (another application's database)."""
+    inspector = inspect(conn)
+    names = set(inspector.get_table_names())
+    if not names:
+        return "empty"
+    if MARKER_TABLE in names:
+        return "logwarden"
+    if "schema_migrations" in names and {"version", "name"} <= {c["name"] for c in inspector.get_columns(
+            "schema_migrations")}:
+        first = conn.execute(select(_schema_migrations.c.name).where(_schema_migrations.c.version == 1)).scalar()
+        if first == STEPS[0][1]:
+            return "logwarden"
+    return "foreign"
+
+
+def foreign_error(url: str, conn: Connection) -> StoreInputError:
+    tables = sorted(inspect(conn).get_table_names())
+    shown = ", ".join(tables[:6]) + (", …" if len(tables) > 6 else "")
+    return StoreInputError(f"{url} is another application's database (tables: {shown}), not a logwarden store; "
+                           "logwarden neither reads nor changes it. Pass another --db (or LOGWARDEN_DB).")
+
+
 MIGRATION_LOCK = 0x6C6F6777  # "logw": PostgreSQL advisory lock id that serialises migrations
 
 
-def migrate(conn: Connection) -> list[int]:
+def migrate(conn: Connection, *, url: str = "the database") -> list[int]:
     """Apply the pending steps in order inside the caller's transaction; returns the versions applied.
+    Another application's database (`store_kind` foreign) is refused, untouched.
 
     Several processes may open a fresh database at once (watchers on several hosts): SQLite's
     write lock (BEGIN IMMEDIATE) serialises them; on PostgreSQL a transaction-scoped advisory
     lock does, so the second one finds the steps applied and does nothing."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+    if store_kind(conn) == "foreign":
+        raise foreign_error(url, conn)
     _versions.create_all(conn)
     have = current_version(conn)
     if have > LATEST_VERSION:

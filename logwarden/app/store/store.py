@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Engine, delete, func, insert, inspect, or_, s
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.safetext import clean
 from logwarden.app.store import aggregates
 from logwarden.app.store.convert import (
     row_to_error,
@@ -38,9 +39,9 @@ from logwarden.app.store.convert import (
     row_to_window,
     utc_now,
 )
-from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, require_file, sqlite_file
+from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, parse_url, require_file, sqlite_file
 from logwarden.app.store.filters import sort_column, where
-from logwarden.app.store.migrations import current_version, migrate
+from logwarden.app.store.migrations import LATEST_VERSION, current_version, foreign_error, migrate, store_kind
 from logwarden.app.store.tables import (
     Base,
     BaselineMute,
@@ -63,39 +64,92 @@ from logwarden.schemas.record import STATUSES
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
           "baseline_profiles", "baseline_mutes", "model_reviews")
 COMMAND_MAX = 200  # runs.command's width
+MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
 
-def open_store(url: str | None = None, *, readonly: bool = False, create: bool = True) -> Store:
+def open_store(url: str | None = None, *, readonly: bool = False, current: bool = True, create: bool = True) -> Store:
     """Open (creating folders and tables as needed) and migrate the database at `url`
-    (default: `Settings.db_url`). `readonly`: open an existing database as it is, writing nothing.
-    `create=False` (commands that read, or review what is there): a store that does not exist yet
-    — no SQLite file, or a PostgreSQL database without logwarden's tables — is a `StoreInputError`
-    instead of a new empty store (a mistyped `--db` must not look like "no records")."""
+    (default: `Settings.db_url`). `readonly`: open an existing logwarden store as it is, writing
+    nothing — for the commands that only read; `current` (with it) also requires its schema to be
+    this logwarden's (`db info` shows an older one as it is). `create=False` (commands that review
+    what is there): a store that does not exist yet — no SQLite file, or a PostgreSQL database
+    without logwarden's tables — is a `StoreInputError` instead of a new empty store (a mistyped
+    `--db` must not look like "no records"). Another application's database is refused either
+    way, untouched (`StoreInputError`)."""
     if url is None:
         from logwarden.app.config import get_settings
         url = get_settings().db_url
     if not create:
         require_file(url)
+    _refuse_foreign_file(url)
     store = Store(make_engine(url, readonly=readonly))
-    if not create and store.schema_version() == 0:
-        store.close()
-        raise StoreInputError(f"{_shown_url(store.engine.url)} holds no logwarden store: nothing to show. It is "
-                              "created by `logwarden analyze`, `watch` or `triage` (or pass another --db).")
-    if not readonly:
+    if not create:
+        _require_store(store)
+    if readonly:
+        store.check_readable(current=current)
+    else:
         store.migrate()
     return store
+
+
+def _require_store(store: Store) -> None:
+    """`create=False`: another application's database or one without logwarden's tables is a
+    `StoreInputError` (the store is closed first)."""
+    with store._read() as conn:
+        kind = store_kind(conn)
+        error = foreign_error(_shown_url(store.engine.url), conn) if kind == "foreign" else None
+    if kind == "empty" and error is None:
+        error = StoreInputError(f"{_shown_url(store.engine.url)} holds no logwarden store: nothing to show. It is "
+                                "created by `logwarden analyze`, `watch` or `triage` (or pass another --db).")
+    if error is not None:
+        store.close()
+        raise error
+
+
+def _refuse_foreign_file(url: str) -> None:
+    """An existing SQLite file is looked at read-only first: opening it for writing sets its
+    journal mode, which would already change another application's database."""
+    path = sqlite_file(parse_url(url)) if is_sqlite(parse_url(url)) else None
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return
+    probe = Store(make_engine(url, readonly=True))
+    try:
+        with probe._read() as conn:
+            if store_kind(conn) == "foreign":
+                raise foreign_error(_shown_url(probe.engine.url), conn)
+    finally:
+        probe.close()
 
 
 class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.applied: list[int] = []  # schema versions the last `migrate` applied
         self._open_runs: set[str] = set()
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def migrate(self) -> list[int]:
+        """Apply the pending schema steps; returns (and remembers in `applied`) their versions."""
         with self._write() as conn:
-            return migrate(conn)
+            self.applied = migrate(conn, url=_shown_url(self.engine.url))
+        return self.applied
+
+    def check_readable(self, *, current: bool = True) -> None:
+        """Is this a logwarden store that can be read as it is? Else `StoreInputError` saying why."""
+        url = _shown_url(self.engine.url)
+        with self._read() as conn:
+            kind = store_kind(conn)
+            if kind == "foreign":
+                raise foreign_error(url, conn)
+            version = current_version(conn)
+        if kind == "empty":
+            raise StoreInputError(f"{url} holds no logwarden store yet: nothing to show. It is created by "
+                                  "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
+        if current and version < LATEST_VERSION:
+            raise StoreInputError(f"{url} is at schema version {version}, older than this logwarden's "
+                                  f"{LATEST_VERSION}; reading commands do not change it: run `logwarden db migrate` "
+                                  "(or any command that writes, e.g. analyze) first.")
 
     def schema_version(self) -> int:
         """The applied schema version; 0 for a database without logwarden's tables."""
@@ -125,7 +179,7 @@ class Store:
         run_id = uuid.uuid4().hex
         with self._write() as conn:
             _abort_stale_runs(conn)
-            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=command[:COMMAND_MAX],
+            conn.execute(insert(Run).values(id=run_id, started_at=utc_now(), command=clean(command[:COMMAND_MAX]),
                                             config=config, status="running", host=_HOST, pid=os.getpid()))
         if not self._open_runs:
             atexit.register(self._abort_open_runs)
@@ -241,6 +295,7 @@ class Store:
                       descending: bool = True, limit: int = 50, offset: int = 0) -> list[RiskRecord]:
         column = sort_column(order_by)
         direction = column.desc() if descending else column.asc()
+        limit, offset = min(limit, MAX_ROWS), min(offset, MAX_ROWS)  # SQL integers are 64-bit: --limit 1e30 is "all"
         # Tie-break on id so that pages never overlap or skip when sort values repeat.
         stmt = (select(Record.__table__).where(where(filters or RecordFilter()))
                 .order_by(direction, Record.id).limit(limit).offset(offset))
@@ -384,7 +439,7 @@ class Store:
             counts = {name: conn.scalar(select(func.count()).select_from(Base.metadata.tables[name]))
                       for name in TABLES if name in present}
             version = current_version(conn)
-        found: dict[str, Any] = {"url": url.render_as_string(hide_password=True), "dialect": url.get_backend_name(),
+        found: dict[str, Any] = {"url": _shown_url(url), "dialect": url.get_backend_name(),
                                  "schema_version": version, "tables": counts}
         path = sqlite_file(url) if is_sqlite(url) else None
         if path is not None:

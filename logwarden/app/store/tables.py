@@ -10,7 +10,18 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, Text, TypeDecorator
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -45,6 +56,15 @@ class SchemaMigration(Base):
     applied_at: Mapped[datetime]
 
 
+class StoreMarker(Base):
+    """What says the database is logwarden's (`application` = `logwarden`): a store is never
+    migrated into another application's database, nor read as one."""
+
+    __tablename__ = "logwarden_store"
+    key: Mapped[str] = mapped_column(String(40), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 class Source(Base):
     """How far one generation of a file has been read, and the fingerprint of what was read."""
 
@@ -60,6 +80,7 @@ class Source(Base):
     fingerprint_len: Mapped[int] = mapped_column(default=0)
     fingerprint_prefix: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime]
+    head: Mapped[bytes | None] = mapped_column(LargeBinary)  # the fingerprinted bytes: tells a truncation from new content
 
 
 class WatchedFolder(Base):

@@ -30,6 +30,7 @@ class SourceState:
     fingerprint: str | None = None
     fingerprint_len: int = 0
     fingerprint_prefix: str | None = None
+    head: bytes | None = None  # the bytes the fingerprint covers (stores from before schema 9: None)
 
 
 @dataclass(slots=True)

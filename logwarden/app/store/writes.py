@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Table, and_, delete, func, insert, select, te
 from sqlalchemy.dialects import postgresql, sqlite
 
 from logwarden.app.events import ErrorRow
+from logwarden.app.safetext import clean
 from logwarden.app.store.convert import KEEP_ON_UPDATE, evidence_rows, record_to_row, utc_now, window_to_row
 from logwarden.app.store.tables import (
     BaselineProfile,
@@ -71,7 +72,7 @@ class Transaction:
     def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
                    format: str | None = None, miner_state: str | bytes | None = None,
                    fingerprint: str | None = None, fingerprint_len: int = 0,
-                   fingerprint_prefix: str | None = None) -> None:
+                   fingerprint_prefix: str | None = None, head: bytes | None = None) -> None:
         """Record how far generation `generation` of `path` was read, and the fingerprint of what
         was read. `format`/`miner_state`/`fingerprint` of None keep the stored value."""
         if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
@@ -79,8 +80,9 @@ class Transaction:
         row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
                                "line_no": line_no, "updated_at": utc_now(), "format": format,
                                "miner_state": miner_state, "fingerprint": fingerprint,
-                               "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix}
-        keep = tuple(name for name in ("format", "miner_state") if row[name] is None)
+                               "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix,
+                               "head": head}
+        keep = tuple(name for name in ("format", "miner_state", "head") if row[name] is None)
         keep += ("fingerprint", "fingerprint_len", "fingerprint_prefix") if fingerprint is None else ()
         _upsert(self.conn, Source.__table__, [row], keys=("path", "inode", "generation"), keep=keep)
 
@@ -188,11 +190,17 @@ def _upsert_generic(conn: Connection, table: Table, rows: list[dict[str, Any]], 
 
 
 def _text_safe(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """PostgreSQL text cannot hold NUL (a log line, a file name or model output may): drop it.
-    JSON columns are serialised with NUL escaped as \\u0000, which `json` columns accept."""
-    if conn.dialect.name != "postgresql":
-        return rows
-    return [{k: v.replace("\x00", "") if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+    """No driver stores a lone surrogate (a file name's undecodable byte, a JSON escape that slipped
+    past the edge): it becomes U+FFFD rather than failing the transaction. PostgreSQL text cannot
+    hold NUL (a log line, a file name or model output may): drop it. JSON columns are serialised
+    with NUL escaped as \\u0000, which `json` columns accept."""
+    postgres = conn.dialect.name == "postgresql"
+    return [{k: _safe(v, postgres) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
+
+
+def _safe(text: str, postgres: bool) -> str:
+    text = clean(text)
+    return text.replace("\x00", "") if postgres else text
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> list[Sequence[Any]]:

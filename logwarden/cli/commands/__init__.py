@@ -2,6 +2,7 @@
 
 from logwarden.cli.commands.analyze import analyze
 from logwarden.cli.commands.baseline import baseline
+from logwarden.cli.commands.config import config
 from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
@@ -14,5 +15,6 @@ from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, review, ui, export, report, records, db, rules, baseline, eval_command, dataset,
+COMMANDS = [analyze, triage, watch, review, ui, export, report, records, db, rules, baseline, config, eval_command,
+            dataset,
             train]

@@ -10,6 +10,8 @@ import click
 from rich.table import Table
 
 from logwarden.app.config import get_settings
+from logwarden.app.safetext import json_safe
+from logwarden.cli import terminal
 from logwarden.cli.common import (
     db_option,
     err_console,
@@ -96,7 +98,7 @@ def show(kind, scope, limit, db_url, as_json):
     for column in ("kind", "key", "clients"):
         table.add_column(column, overflow="fold")
     for row in shown:
-        table.add_row(row["kind"], row["key"] or "(scope summary)", f"{row['clients']:,}")
+        table.add_row(terminal.shown(row["kind"]), terminal.shown(row["key"] or "(scope summary)"), f"{row['clients']:,}")
     out_console.print(table)
     err_console.print(f"{len(shown)} of {len(rows)} rows", highlight=False)
 
@@ -110,8 +112,8 @@ def show(kind, scope, limit, db_url, as_json):
 def export(kind, scope, out_path, db_url):
     """Write the baseline as JSON lines (one profile row each), to copy it to another store."""
     store = open_store_from(db_url, readonly=True)
-    lines = (json.dumps(row, ensure_ascii=False, separators=(",", ":")) for row in store.iter_baseline(kind=kind,
-                                                                                                     scope=scope))
+    lines = (json_safe(json.dumps(row, ensure_ascii=False, separators=(",", ":")))
+             for row in store.iter_baseline(kind=kind, scope=scope))
     if out_path in (None, "-"):
         for line in lines:
             click.echo(line)
@@ -241,4 +243,4 @@ def _report(items, verb: str, as_json: bool) -> None:
         print_json({verb: items})
         return
     for item in items:
-        err_console.print(f"{verb}: {item}", highlight=False)
+        err_console.print(f"{verb}: {terminal.shown(item)}", highlight=False, markup=False)

@@ -41,7 +41,7 @@ def export(fmt, since, min_risk, category, out, forward, token_env, insecure, db
     from logwarden.app.store import RecordFilter
 
     target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
-    store = open_store_from(db_url, create=False)
+    store = open_store_from(db_url, readonly=True, create=False)
     filters = RecordFilter(since=parse_time(since), min_risk=min_risk, categories=tuple(category))
     records = _all_records(store, filters)
     lines = list(export_records(records, fmt))

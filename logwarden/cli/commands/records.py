@@ -19,6 +19,7 @@ from logwarden.app.pipeline import RunOptions
 from logwarden.cli.common import (
     LEVEL_STYLES,
     db_option,
+    db_origin,
     engine_options,
     err_console,
     handle_errors,
@@ -29,6 +30,7 @@ from logwarden.cli.common import (
     parse_time,
     print_json,
 )
+from logwarden.cli.terminal import shown, shown_block
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, RiskRecord
 from logwarden.schemas.record import STATUSES
 
@@ -64,15 +66,15 @@ def list_records(min_risk, category, status, host, source, since, until, search,
     """List records, riskiest and newest first (a table on a terminal, tab-separated when piped)."""
     from logwarden.app.store import RecordFilter
 
-    store = open_store_from(db_url, create=False)
+    store = open_store_from(db_url, readonly=True, create=False)
     filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
                            sources=tuple(source), text=search, host=host, since=parse_time(since, "--since"),
                            until=parse_time(until, "--until"), pending=pending)
     total = store.count_records(filters)
     descending = sort in ("risk", "time")
     rows = store.query_records(filters, order_by=SORTS[sort], descending=descending, limit=limit or total)
-    shown = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
-    err_console.print(shown, highlight=False)
+    counted = f"{len(rows)} of {total} matching records" + (" (--limit 0 shows all)" if len(rows) < total else "")
+    err_console.print(counted, highlight=False)
     if as_json:
         print_json([r.model_dump(mode="json") for r in rows])
     elif out_console.is_terminal:
@@ -104,7 +106,7 @@ def _print_tsv(rows: list[RiskRecord]) -> None:
         values = (r.id[:12], _when(r), r.risk_level, r.status, r.host or "-", r.category, r.source,
                   f"{r.line_start}-{r.line_end}", ",".join(r.indicators.ips) or "-",
                   ",".join(r.indicators.users) or "-", ",".join(r.detections) or "-", r.anomaly)
-        click.echo("\t".join(_cell(v) for v in values))
+        click.echo("\t".join(_cell(shown(v)) for v in values))
 
 
 def _cell(value: str) -> str:
@@ -123,10 +125,10 @@ def _when(r: RiskRecord) -> str:
 @handle_errors
 def show_record(record_id, db_url, as_json):
     """Show one record: its assessment, numbered evidence lines with their parsed key fields, its reviews."""
-    store = open_store_from(db_url, create=False)
+    store = open_store_from(db_url, readonly=True, create=False)
     record = store.get_record(record_id)
     if record is None:
-        click.echo(f"no record with id {record_id!r}", err=True)
+        click.echo(f"no record with id {shown(repr(record_id))}", err=True)
         sys.exit(1)
     if as_json:
         print_json(record.model_dump(mode="json"))
@@ -135,7 +137,7 @@ def show_record(record_id, db_url, as_json):
 
 
 def _print_record(r: RiskRecord, store) -> None:
-    echo = click.echo
+    echo = _echo_shown
     echo(f"{r.id}  [{r.risk_level.upper()}] {r.category} ({r.decided_by})  status: {r.status}")
     echo(f"source: {r.source} lines {r.line_start}-{r.line_end} ({r.line_count})  host: {r.host or '-'}")
     echo(f"time: {r.first_ts or '-'} .. {r.last_ts or '-'}")
@@ -164,8 +166,8 @@ def _print_evidence(r: RiskRecord, store) -> None:
     for line in r.evidence.exemplars:
         fields = list(line.fields.items()) or key_fields(line.text, fmt)
         if fields:
-            click.echo("           " + "  ".join(f"{name}={value}" for name, value in fields))
-        click.echo(f"  {line.line_no:>7}  {line.text}")
+            click.echo("           " + "  ".join(f"{shown(name)}={shown(value)}" for name, value in fields))
+        click.echo(f"  {line.line_no:>7}  {shown(line.text)}")
 
 
 @records.command("review")
@@ -202,6 +204,11 @@ def _login() -> str | None:
         return None
 
 
+def _echo_shown(text: str) -> None:
+    """A line of a record's text: log values in it are shown, never obeyed by the terminal."""
+    click.echo(shown_block(text))
+
+
 @records.command("explain")
 @click.argument("record_id")
 @engine_options
@@ -223,8 +230,8 @@ def explain_record(record_id, db_url, as_json, **engine_kw):
     options = RunOptions.from_settings(get_settings())
     explanation = explain(record, engine, options)
     out = sys.stderr if as_json else sys.stdout
-    for piece in explanation.stream:
-        out.write(piece)
+    for piece in explanation.stream:  # the model may repeat what the log said: shown, never obeyed
+        out.write(shown_block(piece))
         out.flush()
     out.write("\n")
     if as_json:
@@ -242,9 +249,26 @@ def db() -> None:
 @handle_errors
 def db_info(db_url, as_json):
     """Store URL, schema version, row counts and file size (read-only: creates and migrates nothing)."""
-    info = open_store_from(db_url, readonly=True).info()
+    info = open_store_from(db_url, readonly=True, current=False).info()
+    info["url_from"] = db_origin()
     if as_json:
         print_json(info)
         return
     for key, value in info.items():
-        click.echo(f"{key}: {value}")
+        click.echo(f"{key}: {shown(value)}")
+
+
+@db.command("migrate")
+@db_option
+@json_option
+@handle_errors
+def db_migrate(db_url, as_json):
+    """Bring the store's schema up to this logwarden's (reading commands never change it)."""
+    from logwarden.app.store import LATEST_VERSION
+
+    applied = open_store_from(db_url).applied
+    if as_json:
+        print_json({"applied": applied, "schema_version": LATEST_VERSION})
+        return
+    click.echo(f"schema version {LATEST_VERSION}" + (f" (applied {', '.join(map(str, applied))})" if applied
+                                                     else " (nothing to do)"))

@@ -4,8 +4,6 @@ LOGWARDEN_HOME so that every later run loads it."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,6 +14,7 @@ from rich.table import Table
 from logwarden.app.config import get_settings
 from logwarden.app.parse import FORMATS
 from logwarden.cli.common import err_console, handle_errors, json_option, out_console, print_json, sigma_option
+from logwarden.cli.terminal import shown
 from logwarden.errors import InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, risk_rank
 
@@ -95,7 +94,7 @@ def _keep(row: dict, fmt: str | None, categories: tuple[str, ...], min_risk: str
         return False
     if states and row["state"] not in states:
         return False
-    text = " ".join([row["id"], row["title"], row["description"], *row["techniques"]]).lower()
+    text = " ".join(str(v) for v in (row["id"], row["title"], row["description"], *row["techniques"]) if v).lower()
     return not search or search.lower() in text
 
 
@@ -105,8 +104,8 @@ def _print_header(ruleset, packs: list[dict], summary: dict, load_s: float) -> N
                       f"muted {len(profile['mute'])}", highlight=False)
     for pack in packs:
         how = "cached" if pack["cached"] else "parsed"
-        err_console.print(f"pack {pack['name']}: {pack['rules']} rules ({how}, {pack['load_s']:.2f} s) {pack['path']}",
-                          highlight=False)
+        err_console.print(f"pack {shown(pack['name'])}: {pack['rules']} rules ({how}, {pack['load_s']:.2f} s) "
+                          f"{shown(pack['path'])}", highlight=False, markup=False)
     counts = ", ".join(f"{summary.get(s, 0)} {s}" for s in STATES)
     err_console.print(f"{sum(summary.values())} rules: {counts}; loaded in {load_s:.2f} s", highlight=False)
 
@@ -118,77 +117,77 @@ def _table(rows: list[dict]) -> Table:
     for r in rows:
         logsource = "/".join(v or "*" for v in r["logsource"].values())
         text = r["title"] if r["state"] in ("loaded",) else f"{r['title']} — {r['reason']}"
-        table.add_row(r["id"], r["state"], r["level"] or "-", r["category"] or "-", logsource,
-                      ",".join(r["techniques"]), text)
+        table.add_row(*map(shown, (r["id"], r["state"], r["level"] or "-", r["category"] or "-", logsource,
+                                   ",".join(r["techniques"]), text)))
     return table
 
 
 @rules.command("update")
 @click.option("--from", "source", default=SIGMAHQ_RELEASE, show_default=True,
               help="Where the pack comes from: a folder, a .zip, or an http(s) URL of a zip.")
-@click.option("--name", default=None, help="Name of the installed pack (default: sigmahq for the release, else the "
-                                            "source's name).")
+@click.option("--name", default=None, help="Name of the installed pack: lower-case letters, digits, '-', '_' "
+                                            "(default: sigmahq for the release, else from the source's name).")
 @json_option
 @handle_errors
 def update(source: str, name: str | None, as_json: bool):
-    """Install (or replace) a Sigma rule pack under LOGWARDEN_HOME/sigma; later runs load it."""
+    """Install (or replace) a Sigma rule pack under LOGWARDEN_HOME/sigma; later runs load it. The pack is
+    compiled first: one of which no rule loads is not installed, and the pack it would replace stays."""
+    from logwarden.app.detect.install import check_pack_name, default_pack_name, install_pack
+
     settings = get_settings()
-    name = name or ("sigmahq" if source == SIGMAHQ_RELEASE else Path(source.rstrip("/")).stem or "pack")
-    target_dir = settings.home / "sigma"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target_dir, prefix=".incoming-") as tmp:
-        staged = _stage(source, Path(tmp), name)
-        if not any(p.suffix in (".yml", ".yaml") for p in staged.rglob("*")) and staged.suffix != ".zip":
-            raise InputError(f"{source} holds no Sigma rules (.yml/.yaml files)")
-        for old in (target_dir / name, target_dir / f"{name}.zip"):
-            if old.is_dir():
-                shutil.rmtree(old)
-            elif old.exists():
-                old.unlink()
-        final = target_dir / staged.name
-        staged.rename(final)
-    report = _check(final, settings)
-    report["installed"] = str(final)
+    name = check_pack_name(name if name is not None else
+                           ("sigmahq" if source == SIGMAHQ_RELEASE else default_pack_name(source)))
+    report = install_pack(source, home=settings.home, name=name, check=lambda staged: _check(staged, settings),
+                          download=_download)
     if as_json:
         print_json(report)
-    else:
-        err_console.print(f"installed {final}: {report['rules']} rules, {report['loaded']} loaded, "
-                          f"{report['errors']} not loaded (see `logwarden rules --state error`); "
-                          f"compiled in {report['load_s']:.1f} s", highlight=False)
+        return
+    err_console.print(f"installed {shown(report['installed'])}: {report['rules']} rules, {report['loaded']} loaded, "
+                      f"{report['errors']} not loaded (see `logwarden rules --state error`); "
+                      f"compiled in {report['load_s']:.1f} s", highlight=False, markup=False)
+    for refused in report["refused"]:
+        err_console.print(f"skipped {shown(refused['file'])}: {shown(refused['reason'])}", highlight=False,
+                          markup=False)
 
 
-def _stage(source: str, tmp: Path, name: str) -> Path:
-    if source.startswith(("http://", "https://")):
-        return _download(source, tmp / f"{name}.zip")
-    path = Path(source).expanduser()
-    if path.is_dir():
-        staged = tmp / name
-        shutil.copytree(path, staged, ignore=shutil.ignore_patterns(".git", "__pycache__"))
-        return staged
-    if path.is_file() and path.suffix.lower() == ".zip":
-        staged = tmp / f"{name}.zip"
-        shutil.copyfile(path, staged)
-        return staged
-    raise InputError(f"{source} is not a folder, a .zip or an http(s) URL of Sigma rules")
+@rules.command("remove")
+@click.argument("name")
+@json_option
+@handle_errors
+def remove(name: str, as_json: bool):
+    """Remove an installed rule pack (by the name `rules update` gave it) from LOGWARDEN_HOME/sigma."""
+    from logwarden.app.detect.install import remove_pack
+
+    removed = remove_pack(home=get_settings().home, name=name)
+    if as_json:
+        print_json({"removed": [str(p) for p in removed]})
+        return
+    err_console.print(f"removed {', '.join(shown(str(p)) for p in removed)}", highlight=False, markup=False)
 
 
-def _download(url: str, dest: Path) -> Path:
+def _download(url: str, dest: Path) -> None:
+    """The zip at `url`, at most `MAX_DOWNLOAD_BYTES`."""
     import httpx
 
+    from logwarden.app.detect.install import MAX_DOWNLOAD_BYTES
+
+    size = 0
     try:
         with httpx.stream("GET", url, follow_redirects=True, timeout=60.0) as response:
             response.raise_for_status()
             with dest.open("wb") as out:
                 for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_DOWNLOAD_BYTES:
+                        raise InputError(f"{url}: more than {MAX_DOWNLOAD_BYTES >> 20} MiB; not a rule pack zip")
                     out.write(chunk)
     except httpx.HTTPError as exc:
         raise InputError(f"cannot download {url}: {exc}; fetch the zip another way and run "
                          f"`logwarden rules update --from FILE.zip`") from exc
-    return dest
 
 
 def _check(staged: Path, settings) -> dict:
-    """Compile the installed pack once: this warms the cache and says how much of it loads."""
+    """Compile the staged pack once: this warms the cache and says how much of it loads."""
     from logwarden.app.detect import load_placeholders, load_ruleset, profile_from_settings
 
     started = time.perf_counter()

@@ -9,6 +9,7 @@ import sys
 import click
 
 from logwarden.app.config import get_settings
+from logwarden.app.safetext import from_os_bytes
 from logwarden.cli.common import (
     StopRequest,
     db_option,
@@ -22,6 +23,7 @@ from logwarden.cli.common import (
     print_json,
     sigma_option,
 )
+from logwarden.cli.terminal import shown, shown_block
 from logwarden.errors import InputError
 
 
@@ -58,7 +60,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
         stop = StopRequest(getattr(engine, "cancel", lambda: None))  # Ctrl-C / SIGTERM cancel the answer
         with stop.installed():
             for piece in stream:
-                out.write(piece)
+                out.write(shown_block(piece))  # the model may repeat what the log said: shown, never obeyed
                 out.flush()
         if stop.signum is not None:
             err_console.print(f"\nstopped by {signal.Signals(stop.signum).name}: the answer was cancelled, nothing "
@@ -76,10 +78,13 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
 
 
 def _read_snippet(text: str | None) -> str:
+    """The snippet as text: bytes that are not UTF-8 (on stdin, or in an argument) become U+FFFD."""
     if text is None or text == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise InputError("give a log line as an argument, or pipe one on stdin (`… | logwarden triage -`)")
-        text = sys.stdin.read()
+        stdin = getattr(sys.stdin, "buffer", None)
+        text = stdin.read().decode("utf-8", "replace") if stdin is not None else sys.stdin.read()
+    text = from_os_bytes(text)
     if not text.strip():
         raise InputError("the snippet is empty: nothing to triage")
     return text
@@ -124,9 +129,9 @@ def _print_records(records) -> None:
     if not records:
         click.echo("verdict: benign (no rule fired, the model saw nothing worth a record)")
     for r in records:
-        click.echo(f"[{r.risk_level.upper()}] {r.category} ({r.decided_by}) rules: {', '.join(r.detections) or '-'}")
-        click.echo(f"  anomaly: {r.anomaly}\n  trace: {r.trace}\n  recommendation: {r.recommendation}")
+        click.echo(f"[{r.risk_level.upper()}] {r.category} ({r.decided_by}) rules: {shown(', '.join(r.detections) or '-')}")
+        click.echo(f"  anomaly: {shown(r.anomaly)}\n  trace: {shown(r.trace)}\n  recommendation: {shown(r.recommendation)}")
         if r.techniques:
-            click.echo("  ATT&CK: " + ", ".join(f"{t.id} {t.name}" for t in r.techniques))
+            click.echo("  ATT&CK: " + shown(", ".join(f"{t.id} {t.name}" for t in r.techniques)))
         if r.llm_error:
-            click.echo(f"  model: {r.llm_error}")
+            click.echo(f"  model: {shown(r.llm_error)}")

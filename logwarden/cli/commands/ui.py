@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.markup import escape
 
 from logwarden.app.config import get_settings
 from logwarden.cli.common import db_option, err_console, handle_errors, open_store_from
@@ -34,14 +35,18 @@ def ui(db_url: str | None, host: str, port: int) -> None:
     """Open the audit dashboard (Streamlit) on the store."""
     if importlib.util.find_spec("streamlit") is None:
         raise ConfigError("The UI needs Streamlit: pip install streamlit")
-    url = db_url or get_settings().db_url
+    settings = get_settings()
+    url = db_url or settings.db_url
+    read_only = settings.ui_read_only or (not is_loopback(host) and not settings.ui_password)
     open_store_from(url, create=False).close()  # fail here, with a clear message, on a bad or missing store
     if not is_loopback(host):
-        err_console.print(f"[bold yellow]warning:[/] binding to {host}: anyone who can reach this address can "
-                          "read the records. Set LOGWARDEN_UI_PASSWORD and prefer an SSH tunnel or a proxy with TLS.",
-                          highlight=False)
-    err_console.print(f"logwarden ui on http://{_url_host(host)}:{port}/ (Ctrl-C to stop)", highlight=False)
-    sys.exit(_run(streamlit_command(host, port), {**os.environ, "LOGWARDEN_DB": url}))
+        err_console.print(f"[bold yellow]warning:[/] binding to {escape(host)}: anyone who can reach this address can "
+                          "read the records. " + ("Without LOGWARDEN_UI_PASSWORD the dashboard is read-only (no reviews); "
+                                                  "set it to allow them. " if read_only else "")
+                          + "Prefer an SSH tunnel or a proxy with TLS.", highlight=False)
+    err_console.print(f"logwarden ui on http://{escape(_url_host(host))}:{port}/ (Ctrl-C to stop)", highlight=False)
+    env = {**os.environ, "LOGWARDEN_DB": url, "LOGWARDEN_UI_READ_ONLY": "true" if read_only else "false"}
+    sys.exit(_run(streamlit_command(host, port), env))
 
 
 def streamlit_command(host: str, port: int) -> list[str]:

@@ -19,6 +19,7 @@ from logwarden.cli.common import (
     open_store_from,
     sigma_option,
 )
+from logwarden.cli.terminal import shown
 
 
 @click.command()
@@ -69,10 +70,10 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
                           partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
                           status=None if quiet else _status_printer(), node=options.node, stop=stop)
         if not quiet:
-            err_console.print(f"watching {', '.join(folders)} (Ctrl-C to stop)", highlight=False)
+            err_console.print(f"watching {shown(', '.join(folders))} (Ctrl-C to stop)", highlight=False, markup=False)
         stats = watcher.run(max_seconds=max_seconds)
     if not quiet:
-        err_console.print(f"\nstopped: {stats.line(0)}", highlight=False)
+        err_console.print(f"\nstopped: {shown(stats.line(0))}", highlight=False, markup=False)
 
 
 ALERT_LEVELS = ("high", "critical")
@@ -90,7 +91,7 @@ def _print_alerts(records) -> None:
     for r in records:
         if r.risk_level in ALERT_LEVELS:
             _clear_status()
-            click.echo(alert_line(r))
+            click.echo(shown(alert_line(r)))
 
 
 def _clear_status() -> None:
@@ -106,7 +107,7 @@ def _status_printer():
         return None
 
     def show(line: str) -> None:
-        err_console.file.write("\r" + line[: err_console.width - 1].ljust(err_console.width - 1))
+        err_console.file.write("\r" + shown(line)[: err_console.width - 1].ljust(err_console.width - 1))
         err_console.file.flush()
 
     return show

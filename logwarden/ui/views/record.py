@@ -165,6 +165,10 @@ def _review(url: str, r: RiskRecord) -> None:
     st.session_state.setdefault(keys["reviewer"], _default_reviewer())
     if saved := st.session_state.pop("review_saved", None):
         st.success(f"Review saved: {saved}")
+    if data.read_only():
+        st.info("Read-only dashboard (reachable from the network without a password): reviews are off.")
+        _history(url, r.id)
+        return
     with st.form(f"review_{r.id}"):
         st.selectbox("Status", STATUSES, key=keys["status"])
         st.text_area("Analyst note", key=keys["note"])

@@ -51,8 +51,18 @@ def _assess_with_model(text: str) -> list[RiskRecord]:
     triage: Triage = prepare(text, budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens)
     st.caption("Model output (streamed)")
     stream = triage.stream(engine, max_new_tokens=options.max_new_tokens)
-    st.write_stream(stream)
+    show_stream(stream, st.empty())
     return triage.records(stream, engine)
+
+
+def show_stream(pieces, placeholder) -> str:
+    """The model's answer as it streams, shown as plain text in a code block: what it repeats from
+    the log (links, images, HTML, `:red[...]`) is never rendered as Markdown."""
+    text = ""
+    for piece in pieces:
+        text += piece
+        placeholder.code(text, language=None, wrap_lines=True)
+    return text
 
 
 def _show(records: list[RiskRecord]) -> None:
@@ -64,6 +74,9 @@ def _show(records: list[RiskRecord]) -> None:
             st.markdown(f"**{r.risk_level.upper()}** · {r.category} · decided by {r.decided_by}")
             st.markdown(escape_markdown(shorten(r.anomaly, 400)))
             st.json(r.model_dump(mode="json", exclude={"raw_model_output"}), expanded=False)
+    if data.read_only():
+        st.caption("Read-only dashboard: records are not stored from here.")
+        return
     if st.button(f"Store {len(records)} record(s)", key="triage_store"):
         data.store_records(data.db_url(), records)
         st.session_state.pop(RESULT_KEY, None)

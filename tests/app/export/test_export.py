@@ -133,7 +133,9 @@ def test_cef_round_trips_hostile_values():
     assert header["name"].startswith("brute force (high) on h|o\\st: pipe | back\\slash = equals")
 
 
-cef_text = st.text(alphabet=st.sampled_from(list("ab =|\\\n\r\t€用🚨xyz=")) | st.characters(), min_size=1, max_size=80)
+# printable text round-trips exactly; control and bidi characters are written visibly instead (tests/hostile)
+cef_text = st.text(alphabet=st.sampled_from(list("ab =|\\\n\r\t€用🚨xyz="))
+                   | st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp")), min_size=1, max_size=80)
 
 
 @settings(max_examples=150, deadline=None)

@@ -115,8 +115,8 @@ def test_compression_is_chosen_by_content_not_by_name(tmp_path):
 
 def test_read_stream_numbers_lines_from_the_stream_start():
     lines = list(read_stream(io.BytesIO(b"a\r\nb\nc"), source="<stdin>"))
-    assert lines == [LogLine("<stdin>", 0, 0, 1, "a"), LogLine("<stdin>", 0, 3, 2, "b"),
-                     LogLine("<stdin>", 0, 5, 3, "c")]
+    assert lines == [LogLine("<stdin>", 0, 0, 1, "a", end=3), LogLine("<stdin>", 0, 3, 2, "b", end=5),
+                     LogLine("<stdin>", 0, 5, 3, "c", end=6)]
 
 
 def test_unreadable_file_is_an_error_row(tmp_path, monkeypatch):
