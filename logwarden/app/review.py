@@ -234,7 +234,8 @@ class Reviewer:
         records, done, errors = [], [], []
         for item, result in zip(batch, results):
             self._count_failure(result)
-            if result.assessment is None:  # the rules' and baselines' records stand; the failure is shown
+            if result.assessment is None:  # the rules' and baselines' records stand, marked with the failure
+                records += assess_window(item.window(), item.signals, [result], self.provenance).records
                 done.append((item.id, "failed", result.error))
                 errors.append(ErrorRow(source=item.source, offset=None, stage="engine",
                                        message=(result.error or "no answer")[:2000], line_no=item.span[0]))
@@ -252,6 +253,7 @@ class Reviewer:
         requests = [item.part.request() for item in batch]
         self.stats.asked += len(requests)
         self.progress("llm_calls", len(requests))
+        log.info("asking the model: %d prompt(s)", len(requests))
         try:
             generations = self.engine.generate(requests, max_new_tokens=self.max_new_tokens)
         except (LogwardenError, RuntimeError, OSError) as exc:  # engine down, OOM after back-off, timeout

@@ -19,6 +19,7 @@ import xllamacpp  # noqa: F401  -- fail loudly, not skip: `pip install xllamacpp
 from _server_helpers import LlamaServer, embedded_gguf, free_port
 from click.testing import CliRunner
 
+from logwarden.app.config import Settings
 from logwarden.cli.main import main as cli
 from logwarden.engine.api import Request
 from logwarden.engine.openai_backend import OpenAIEngine
@@ -28,6 +29,7 @@ from logwarden.schemas import LLMAssessment, assessment_json_schema
 pytestmark = pytest.mark.model
 
 SCHEMA = assessment_json_schema()
+ANSWER_TOKENS = Settings.model_fields["max_new_tokens"].default  # what the app gives an answer: a shorter cap cuts the JSON
 SNIPPETS = [
     "sshd[2211]: Failed password for root from 203.0.113.50 port 51022 ssh2 (x240 in 3 min)\n"
     "sshd[2299]: Accepted password for root from 203.0.113.50 port 51990 ssh2",
@@ -64,7 +66,7 @@ def assert_valid_or_marked(generations) -> tuple[int, int]:
 
 def test_generate_answers_validate_against_the_schema(server: LlamaServer):
     with OpenAIEngine([server.url], model="embedded", timeout_s=600, concurrency=4) as engine:
-        generations = engine.generate(analyst_requests(SNIPPETS), schema=SCHEMA, max_new_tokens=320)
+        generations = engine.generate(analyst_requests(SNIPPETS), schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)
         endpoint = engine.describe()["endpoints"][0]
     assert [g.error for g in generations] == [None] * len(SNIPPETS)
     assert all(g.finished for g in generations)
@@ -78,8 +80,8 @@ def test_generate_answers_validate_against_the_schema(server: LlamaServer):
 def test_stream_pieces_make_the_answer_and_reuse_the_cached_system_prefix(server: LlamaServer):
     request = Request(system=system_prompt(), user=triage_prompt(SNIPPETS[0]))
     with OpenAIEngine([server.url], model="embedded", timeout_s=600) as engine:
-        engine.generate([request], schema=SCHEMA, max_new_tokens=320)  # warms a slot with the prefix
-        text_stream = engine.stream(request, schema=SCHEMA, max_new_tokens=320)
+        engine.generate([request], schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)  # warms a slot with the prefix
+        text_stream = engine.stream(request, schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)
         pieces = list(text_stream)
         system_tokens = engine.count_tokens(system_prompt())
     generation = text_stream.generation
@@ -102,7 +104,7 @@ def test_server_killed_mid_run_keeps_results_marks_failures_then_recovers(tmp_pa
         requests = analyst_requests(SNIPPETS)  # two answered, then the crash takes the two in flight
         results: list = []
         run = threading.Thread(target=lambda: results.extend(
-            engine.generate(requests, schema=SCHEMA, max_new_tokens=200)))
+            engine.generate(requests, schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)))
         run.start()
         _wait_until(lambda: engine.pool.endpoints[0].succeeded >= 2, timeout_s=300)
         server.kill()  # SIGKILL: a crash, not a graceful shutdown
@@ -113,7 +115,7 @@ def test_server_killed_mid_run_keeps_results_marks_failures_then_recovers(tmp_pa
         server.start()  # same port
         time.sleep(0.6)  # the breaker's cool-down: the next request is its half-open probe
         failed_again = [r for r, g in zip(requests, results) if g.error]
-        retried = engine.generate(failed_again, schema=SCHEMA, max_new_tokens=200)
+        retried = engine.generate(failed_again, schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)
         assert assert_valid_or_marked(retried) == (len(failed_again), 0)
         assert engine.describe()["endpoints"][0]["breaker"] == "closed"
         engine.close()
@@ -128,7 +130,7 @@ def test_run_rides_out_a_restart_within_its_retry_budget(tmp_path: Path):
         server.kill()
         results: list = []
         run = threading.Thread(target=lambda: results.extend(
-            engine.generate(analyst_requests(SNIPPETS[:2]), schema=SCHEMA, max_new_tokens=200)))
+            engine.generate(analyst_requests(SNIPPETS[:2]), schema=SCHEMA, max_new_tokens=ANSWER_TOKENS)))
         run.start()
         time.sleep(1.0)
         server.start()
@@ -159,10 +161,13 @@ def test_cli_analyze_through_the_server_stores_llm_records(server: LlamaServer, 
                                       *openai_args(server.url)])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout[result.stdout.index("{"):])
-    assert report["metrics"]["llm_failures"] == 0 and report["metrics"]["windows_llm"] >= 1
+    metrics = report["metrics"]
+    assert metrics["llm_failures"] == 0 and metrics["windows_llm"] >= 1 and metrics["reviews_pending"] == 0
+    assert metrics["new_tokens"] > 0 and metrics["prompt_tokens"] > 0  # the server answered, through the queue
     records = report["records"]
-    assert records and all(r["llm_error"] is None for r in records)
-    assert any("llm" in r["decided_by"] for r in records)
+    # whether the 0.5B model's finding matches the rule's group (→ "rules+llm") is the model's call (it
+    # passed in one run and not the next); that the brute force is a record and no answer failed is not
+    assert any(r["category"] == "brute_force" for r in records) and all(r["llm_error"] is None for r in records)
 
 
 def test_cli_triage_streams_through_the_server(server: LlamaServer, tmp_path: Path):
