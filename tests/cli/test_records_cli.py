@@ -147,3 +147,15 @@ def test_show_numbers_the_evidence_lines_under_their_key_fields(tmp_path):
 def test_review_needs_a_status_or_a_note(db):
     result = run("records", "review", ids(db)[0][:12], "--db", db)
     assert result.exit_code == 2 and "--status and/or --note" in result.output
+
+
+def test_report_writes_the_html_file_and_leaves_nothing_behind_when_the_store_is_missing(db, tmp_path):
+    out = tmp_path / "report.html"
+    result = run("report", "--html", str(out), "--db", db)
+    assert result.exit_code == 0, result.output
+    assert "wrote 3 records" in result.output
+    assert out.read_text(encoding="utf-8").count("<details") == 3
+    missing = tmp_path / "missing.html"
+    result = run("report", "--html", str(missing), "--db", f"sqlite:///{tmp_path / 'typo.db'}")
+    assert result.exit_code == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("lw.db")) == ["report.html"]

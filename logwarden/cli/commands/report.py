@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import click
 
-from logwarden.cli.common import db_option, err_console, handle_errors, open_for_writing, open_store_from, parse_time
+from logwarden.cli.common import (
+    db_option,
+    err_console,
+    handle_errors,
+    open_for_writing,
+    open_store_from,
+    parse_time,
+    write_lines,
+)
 from logwarden.schemas import RISK_LEVELS
 
 PAGE = 1000
@@ -21,20 +29,30 @@ PAGE = 1000
 @handle_errors
 def report(out, min_risk, since, until, title, db_url):
     """Write the records as a self-contained HTML report (no script, nothing fetched from elsewhere)."""
+    target = open_for_writing(out) if out != "-" else None  # a bad --html fails before any work
+    try:
+        html, count = _render(db_url, min_risk, since, until, title)
+    except BaseException:
+        if target is not None:
+            target.discard()  # no stray temporary file beside --html when the store cannot be read
+        raise
+    if target is None:
+        click.echo(html, nl=False)
+        return
+    write_lines(target, [html])
+    err_console.print(f"wrote {count} records to {target.name}", highlight=False, markup=False)
+
+
+def _render(db_url, min_risk, since, until, title) -> tuple[str, int]:
+    """The report's HTML and how many records it holds."""
     from logwarden.app.store import RecordFilter
     from logwarden.ui.report import render_report
 
-    target = open_for_writing(out) if out != "-" else None  # a bad --html fails before any work
     store = open_store_from(db_url, create=False)
     filters = RecordFilter(min_risk=min_risk, since=parse_time(since, "--since"), until=parse_time(until, "--until"))
     records, offset = [], 0
     while page := store.query_records(filters, order_by="risk_score", descending=True, limit=PAGE, offset=offset):
         records += page
         offset += len(page)
-    html = render_report(records, title=title, source=store.info().get("path") or store.info()["url"])
-    if target is None:
-        click.echo(html, nl=False)
-        return
-    with target:
-        target.write(html)
-    err_console.print(f"wrote {len(records)} records to {target.name}", highlight=False, markup=False)
+    source = store.info().get("path") or store.info()["url"]
+    return render_report(records, title=title, source=source), len(records)
