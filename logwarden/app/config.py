@@ -85,6 +85,19 @@ class Settings(BaseSettings):
     window_max_gap_s: float = 900.0
     prompt_token_budget: int = 700
 
+    # incidents (app/incidents): records that share a pivot value within a gap form one incident. Specific
+    # pivots (an address, a logon id, a process GUID, a file hash) bridge `incident_gap_s`; broad ones (a
+    # host, an account) only `incident_weak_gap_s`. A value that chains more than `incident_max_fanout`
+    # records, or (not a host) appears on more than `incident_max_pivot_hosts` hosts in one chain, is busy
+    # (a domain controller, a proxy, a service account) and links nothing.
+    incident_gap_s: float = 3600.0
+    incident_weak_gap_s: float = 900.0
+    incident_pivots: str = "host,user,ip,logon,process,hash"
+    incident_max_fanout: int = 40
+    incident_max_pivot_hosts: int = 4
+    incident_min_risk: str = "low"  # records below this level join no incident
+    incident_stories: int = 20  # most stories the model writes per run (riskiest first), within the LLM budget
+
     # watcher
     watch_max_batch: int = 500
     watch_max_delay_ms: int = 2000

@@ -5,12 +5,13 @@ Does not know how records are produced (pipeline), shown (ui) or exported (expor
 """
 
 from logwarden.app.store.aggregates import IndicatorCount, TechniqueCount, TimeCount
+from logwarden.app.store.incidents import IncidentFilter, IncidentStore
 from logwarden.app.store.migrations import LATEST_VERSION
 from logwarden.app.store.store import Store, open_store
 from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
 
 __all__ = [
-    "LATEST_VERSION", "ErrorInfo", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
+    "LATEST_VERSION", "ErrorInfo", "IncidentFilter", "IncidentStore", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
     "Store", "TechniqueCount", "TimeCount", "Transaction", "WindowRow", "open_store",
 ]

@@ -200,6 +200,35 @@ def _step_store_marker(conn: Connection) -> None:
     conn.execute(text(f"ALTER TABLE sources ADD COLUMN head {LargeBinary().compile(dialect=conn.dialect)}"))
 
 
+def _step_incidents(conn: Connection) -> None:
+    """Incidents (issue 29): records grouped by shared pivots into attack stories, which record
+    belongs to which incident, and the incidents' review trail."""
+    md = MetaData()
+    json_cols = ("stages", "next_steps", "cited", "ungrounded", "invented", "hosts", "tactics", "techniques",
+                 "entities", "pivots")
+    Table("incidents", md,
+          Column("id", String(40), primary_key=True), Column("title", Text, nullable=False),
+          Column("summary", Text, nullable=False),
+          *(Column(name, JSON, nullable=False) for name in json_cols),
+          Column("story_by", String(20), nullable=False), Column("story_key", String(64), nullable=False),
+          Column("model", Text), Column("risk_level", String(10), nullable=False),
+          Column("risk_rank", Integer, nullable=False, index=True), Column("category", String(40), nullable=False),
+          Column("first_ts", DateTime), Column("last_ts", DateTime, index=True),
+          Column("record_count", Integer, nullable=False),
+          Column("status", String(20), nullable=False, index=True), Column("owner", String(200)),
+          Column("analyst_note", Text),
+          Column("created_at", DateTime, nullable=False), Column("updated_at", DateTime, nullable=False))
+    Table("incident_records", md,
+          Column("record_id", String(64), primary_key=True),
+          Column("incident_id", String(40), ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False,
+                 index=True))
+    Table("incident_reviews", md,
+          Column("id", Integer, primary_key=True), Column("incident_id", String(40), nullable=False, index=True),
+          Column("status", String(20), nullable=False), Column("owner", String(200)), Column("note", Text),
+          Column("reviewer", String(200)), Column("created_at", DateTime, nullable=False))
+    md.create_all(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -210,6 +239,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (6, "model reviews: what waits for the model, and the records it may change", _step_model_reviews),
     # issue 32
     (9, "store marker: the database is logwarden's; sources keep their head", _step_store_marker),
+    # issue 29
+    (10, "incidents: grouped records, their stories and reviews", _step_incidents),
 )
 LATEST_VERSION = STEPS[-1][0]
 

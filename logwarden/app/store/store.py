@@ -41,6 +41,7 @@ from logwarden.app.store.convert import (
 )
 from logwarden.app.store.database import WRITE_OPTION, is_sqlite, make_engine, parse_url, require_file, sqlite_file
 from logwarden.app.store.filters import sort_column, where
+from logwarden.app.store.incidents import IncidentStore
 from logwarden.app.store.migrations import LATEST_VERSION, current_version, foreign_error, migrate, store_kind
 from logwarden.app.store.tables import (
     Base,
@@ -62,7 +63,7 @@ from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
-          "baseline_profiles", "baseline_mutes", "model_reviews")
+          "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records")
 COMMAND_MAX = 200  # runs.command's width
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
@@ -126,6 +127,7 @@ class Store:
         self.engine = engine
         self.applied: list[int] = []  # schema versions the last `migrate` applied
         self._open_runs: set[str] = set()
+        self.incidents = IncidentStore(read=self._read, write=self._write)
 
     # -- lifecycle -------------------------------------------------------------------------
 

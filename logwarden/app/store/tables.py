@@ -236,3 +236,57 @@ class ModelReviewRecord(Base):
     __tablename__ = "model_review_records"
     review_id: Mapped[str] = mapped_column(ForeignKey("model_reviews.id", ondelete="CASCADE"), primary_key=True)
     record_id: Mapped[str] = mapped_column(String(64), primary_key=True, index=True)
+
+
+class IncidentRow(Base):
+    """Records grouped into one attack story (app/incidents): the story, its roll-ups and its review."""
+
+    __tablename__ = "incidents"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    summary: Mapped[str] = mapped_column(Text)
+    stages: Mapped[list[Any]]
+    next_steps: Mapped[list[Any]]
+    cited: Mapped[list[Any]]
+    story_by: Mapped[str] = mapped_column(String(20))
+    story_key: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str | None] = mapped_column(Text)
+    ungrounded: Mapped[list[Any]]
+    invented: Mapped[list[Any]]
+    risk_level: Mapped[str] = mapped_column(String(10))
+    risk_rank: Mapped[int] = mapped_column(index=True)
+    category: Mapped[str] = mapped_column(String(40))
+    first_ts: Mapped[datetime | None]
+    last_ts: Mapped[datetime | None] = mapped_column(index=True)
+    hosts: Mapped[list[Any]]
+    tactics: Mapped[list[Any]]
+    techniques: Mapped[list[Any]]
+    entities: Mapped[dict[str, Any]]
+    pivots: Mapped[list[Any]]
+    record_count: Mapped[int]
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    owner: Mapped[str | None] = mapped_column(String(200))
+    analyst_note: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class IncidentMember(Base):
+    """Which incident a record belongs to (one at most)."""
+
+    __tablename__ = "incident_records"
+    record_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    incident_id: Mapped[str] = mapped_column(ForeignKey("incidents.id", ondelete="CASCADE"), index=True)
+
+
+class IncidentReview(Base):
+    """The audit trail of an incident's reviews (status, owner, note)."""
+
+    __tablename__ = "incident_reviews"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    incident_id: Mapped[str] = mapped_column(String(40), index=True)
+    status: Mapped[str] = mapped_column(String(20))
+    owner: Mapped[str | None] = mapped_column(String(200))
+    note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime]

@@ -1,0 +1,121 @@
+"""Grouping applied to the store: after records are written (analyze, watch) the incidents around
+them are computed again and replace the ones they touch, in one transaction.
+
+The scope is the stored records (at or above the minimum level) within reach of the new ones,
+widened to the whole span of every incident already touching them, so an open incident is
+extended, two incidents a new record bridges become one, and re-running changes nothing (the same
+records give the same groups and ids). An incident keeps its review (status, owner, note) from
+the old incident it overlaps most, and its story while its members are the same.
+
+Knows nothing of the CLI, the UI or the model (stories are story.py's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from logwarden.app.config import Settings
+from logwarden.app.incidents.grouping import GroupingPolicy, group_records
+from logwarden.app.incidents.pivots import PIVOT_KINDS
+from logwarden.app.incidents.rollup import build_incident
+from logwarden.app.store import RecordFilter, Store
+from logwarden.errors import ConfigError
+from logwarden.schemas import RiskRecord, risk_rank
+from logwarden.schemas.incident import Incident
+
+ALL = 10**9
+WIDEN_ROUNDS = 8
+STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented")
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentOptions:
+    policy: GroupingPolicy = field(default_factory=GroupingPolicy)
+    min_risk: str = "low"
+    stories: int = 20
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> IncidentOptions:
+        kinds = frozenset(k.strip() for k in settings.incident_pivots.split(",") if k.strip())
+        unknown = kinds - set(PIVOT_KINDS)
+        if unknown:
+            raise ConfigError(f"LOGWARDEN_INCIDENT_PIVOTS: unknown pivot(s) {', '.join(sorted(unknown))}; "
+                              f"use some of {', '.join(PIVOT_KINDS)}.")
+        policy = GroupingPolicy(gap_s=settings.incident_gap_s, weak_gap_s=settings.incident_weak_gap_s,
+                                pivots=kinds, max_fanout=settings.incident_max_fanout,
+                                max_pivot_hosts=settings.incident_max_pivot_hosts)
+        return cls(policy=policy, min_risk=settings.incident_min_risk, stories=settings.incident_stories)
+
+
+@dataclass(slots=True)
+class Regrouped:
+    incidents: list[Incident]  # the incidents written (new, extended or unchanged)
+    removed: list[str]  # ids that no longer exist (merged into another, or their records gone)
+
+
+def regroup(store: Store, options: IncidentOptions, *, around: Sequence[RiskRecord] | None = None) -> Regrouped:
+    """Group the records around `around` (None: the whole store) and store the incidents."""
+    scope = _whole_store(store, options) if around is None else _scope(store, options, around)
+    if not scope:
+        return Regrouped([], [])
+    incidents = [build_incident(g, scope) for g in group_records(scope, options.policy)]
+    old = _old_incidents(store, scope)
+    for incident in incidents:
+        _carry_over(incident, old)
+    removed = sorted(set(old) - {i.id for i in incidents})
+    store.incidents.replace(removed=sorted(old), incidents=incidents)
+    return Regrouped(incidents, removed)
+
+
+def _whole_store(store: Store, options: IncidentOptions) -> list[RiskRecord]:
+    return store.query_records(RecordFilter(min_risk=options.min_risk), limit=ALL)
+
+
+def _scope(store: Store, options: IncidentOptions, around: Sequence[RiskRecord]) -> list[RiskRecord]:
+    """The stored records within reach of `around`, widened to the incidents they touch."""
+    reach = timedelta(seconds=max(options.policy.gap_s, options.policy.weak_gap_s))
+    times = [t for r in around for t in (r.first_ts, r.last_ts) if t is not None]
+    untimed = {r.id: r for r in around if r.first_ts is None and r.last_ts is None}
+    if not times:
+        return _at_least(list(untimed.values()), options.min_risk)
+    low, high = min(times), max(times)
+    for _ in range(WIDEN_ROUNDS):
+        scope = store.query_records(RecordFilter(min_risk=options.min_risk, since=low - reach, until=high + reach),
+                                    limit=ALL)
+        wider = _incident_span(store, scope, low, high)
+        if wider == (low, high):
+            break
+        low, high = wider
+    return scope + _at_least([r for r in untimed.values() if r.id not in {s.id for s in scope}], options.min_risk)
+
+
+def _incident_span(store: Store, scope: Sequence[RiskRecord], low: datetime, high: datetime):
+    for incident_id in set(store.incidents.of_records(r.id for r in scope).values()):
+        incident = store.incidents.get(incident_id)
+        if incident is not None and incident.first_ts is not None:
+            low, high = min(low, incident.first_ts), max(high, incident.last_ts or incident.first_ts)
+    return low, high
+
+
+def _at_least(records: Sequence[RiskRecord], min_risk: str) -> list[RiskRecord]:
+    return [r for r in records if risk_rank(r.risk_level) >= risk_rank(min_risk)]
+
+
+def _old_incidents(store: Store, scope: Sequence[RiskRecord]) -> dict[str, Incident]:
+    ids = set(store.incidents.of_records(r.id for r in scope).values())
+    return {i: found for i in sorted(ids) if (found := store.incidents.get(i)) is not None}
+
+
+def _carry_over(incident: Incident, old: dict[str, Incident]) -> None:
+    """The review of the old incident it shares most records with; the story if its members are the same."""
+    members = set(incident.record_ids)
+    overlap = sorted(old.values(), key=lambda o: (-len(members & set(o.record_ids)), o.id != incident.id, o.id))
+    if overlap and members & set(overlap[0].record_ids):
+        best = overlap[0]
+        incident.status, incident.owner, incident.analyst_note = best.status, best.owner, best.analyst_note
+    same = next((o for o in old.values() if o.story_key == incident.story_key and o.story_by != "rules"), None)
+    if same is not None:
+        for name in STORY_FIELDS:
+            setattr(incident, name, getattr(same, name))

@@ -1,0 +1,188 @@
+"""The incidents' rows: `Incident` ⇄ `incidents` + `incident_records`, the review trail, and the
+queries the CLI, the UI, the exports and the grouping need.
+
+Owns: how incidents are written (one transaction replaces a set of incidents by their regrouped
+successors), read (by id or unique prefix, by filter), and reviewed. Does not know how records are
+grouped or how stories are written (app/incidents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Text, cast, delete, insert, select, update
+
+from logwarden.app.store.convert import row_to_record, utc_now
+from logwarden.app.store.tables import IncidentMember, IncidentReview, IncidentRow, Record
+from logwarden.errors import InputError
+from logwarden.schemas import RiskRecord, risk_rank
+from logwarden.schemas.incident import Incident
+from logwarden.schemas.record import STATUSES
+
+CHUNK = 500
+REVIEW_FIELDS = ("status", "owner", "analyst_note")
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentFilter:
+    min_risk: str | None = None
+    statuses: tuple[str, ...] = ()
+    host: str | None = None
+    since: datetime | None = None
+
+
+Opener = Callable[[], AbstractContextManager[Connection]]
+
+
+class IncidentStore:
+    """The incidents of one `Store` (`store.incidents`): given its read and write transactions."""
+
+    def __init__(self, *, read: Opener, write: Opener) -> None:
+        self._read, self._write = read, write
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get(self, incident_id: str) -> Incident | None:
+        """The incident with this id or unique id prefix (with or without `inc-`); None when none."""
+        found = self.resolve_id(incident_id)
+        if found is None:
+            return None
+        with self._read() as conn:
+            row = conn.execute(select(IncidentRow.__table__).where(IncidentRow.id == found)).mappings().first()
+            return _row_to_incident(row, _member_ids(conn, [found])[found]) if row else None
+
+    def resolve_id(self, prefix: str) -> str | None:
+        prefix = prefix.strip()
+        if not prefix:
+            return None
+        candidates = {prefix, prefix if prefix.startswith("inc-") else "inc-" + prefix}
+        with self._read() as conn:
+            ids = sorted({i for p in candidates for i in conn.execute(
+                select(IncidentRow.id).where(IncidentRow.id.startswith(p, autoescape=True)).limit(3)).scalars()})
+        exact = [i for i in ids if i in candidates]
+        if exact or len(ids) == 1:
+            return (exact or ids)[0]
+        if ids:
+            raise InputError(f"The id prefix {prefix!r} matches several incidents ({', '.join(ids[:3])}); "
+                             "give more of the id.")
+        return None
+
+    def query(self, filters: IncidentFilter | None = None, *, limit: int = 100) -> list[Incident]:
+        """Riskiest first, then newest."""
+        stmt = select(IncidentRow.__table__).where(*_where(filters or IncidentFilter()))
+        stmt = stmt.order_by(IncidentRow.risk_rank.desc(), IncidentRow.last_ts.desc(), IncidentRow.id).limit(limit)
+        with self._read() as conn:
+            rows = list(conn.execute(stmt).mappings())
+            members = _member_ids(conn, [r["id"] for r in rows])
+        return [_row_to_incident(r, members[r["id"]]) for r in rows]
+
+    def members(self, incident_id: str) -> list[RiskRecord]:
+        """The incident's records in time order."""
+        stmt = (select(Record.__table__).join(IncidentMember, IncidentMember.record_id == Record.id)
+                .where(IncidentMember.incident_id == incident_id).order_by(Record.first_ts, Record.id))
+        with self._read() as conn:
+            return [row_to_record(r) for r in conn.execute(stmt).mappings()]
+
+    def of_records(self, record_ids: Iterable[str]) -> dict[str, str]:
+        """record id → the id of the incident it belongs to (records in none are left out)."""
+        ids, found = list(record_ids), {}
+        with self._read() as conn:
+            for start in range(0, len(ids), CHUNK):
+                stmt = select(IncidentMember.record_id, IncidentMember.incident_id).where(
+                    IncidentMember.record_id.in_(ids[start:start + CHUNK]))
+                found.update(dict(conn.execute(stmt).all()))
+        return found
+
+    def reviews(self, incident_id: str) -> list[dict[str, Any]]:
+        stmt = select(IncidentReview.__table__).where(IncidentReview.incident_id == incident_id).order_by(
+            IncidentReview.id)
+        with self._read() as conn:
+            return [dict(r) for r in conn.execute(stmt).mappings()]
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def replace(self, *, removed: Sequence[str], incidents: Sequence[Incident]) -> None:
+        """In one transaction: drop the incidents `removed` and write `incidents` (with their members)."""
+        now = utc_now()
+        with self._write() as conn:
+            for start in range(0, len(removed), CHUNK):
+                conn.execute(delete(IncidentRow).where(IncidentRow.id.in_(removed[start:start + CHUNK])))
+                conn.execute(delete(IncidentMember).where(
+                    IncidentMember.incident_id.in_(removed[start:start + CHUNK])))
+            for incident in incidents:
+                _write_one(conn, incident, now)
+
+    def set_story(self, incident: Incident) -> None:
+        """Store a (re)written story; the review fields stay as they are."""
+        fields = ("title", "summary", "stages", "next_steps", "cited", "story_by", "story_key", "model",
+                  "ungrounded", "invented")
+        values = {name: getattr(incident, name) for name in fields}
+        with self._write() as conn:
+            conn.execute(update(IncidentRow).where(IncidentRow.id == incident.id).values(
+                **values, updated_at=utc_now()))
+
+    def review(self, incident_id: str, *, status: str | None = None, owner: str | None = None,
+               note: str | None = None, reviewer: str | None = None) -> dict[str, Any]:
+        """Append to the trail and make it the incident's status, owner and note; None keeps each."""
+        if status is not None and status not in STATUSES:
+            raise InputError(f"Unknown review status {status!r}; use one of: {', '.join(STATUSES)}.")
+        found = self.resolve_id(incident_id) or incident_id
+        with self._write() as conn:
+            row = conn.execute(select(*(IncidentRow.__table__.c[f] for f in REVIEW_FIELDS)).where(
+                IncidentRow.id == found)).mappings().first()
+            if row is None:
+                raise InputError(f"No incident {incident_id!r}; list them with `logwarden incidents list`.")
+            written = {"status": status or row["status"], "owner": owner if owner is not None else row["owner"],
+                       "analyst_note": note if note is not None else row["analyst_note"]}
+            conn.execute(update(IncidentRow).where(IncidentRow.id == found).values(**written, updated_at=utc_now()))
+            conn.execute(insert(IncidentReview).values(incident_id=found, status=written["status"],
+                                                       owner=written["owner"], note=note, reviewer=reviewer,
+                                                       created_at=utc_now()))
+        return {"id": found, **written}
+
+
+def _write_one(conn: Connection, incident: Incident, now: datetime) -> None:
+    row = incident.model_dump(exclude={"record_ids"})
+    row.update(risk_rank=risk_rank(incident.risk_level), record_count=len(incident.record_ids),
+               created_at=now, updated_at=now)
+    conn.execute(delete(IncidentRow).where(IncidentRow.id == incident.id))
+    conn.execute(insert(IncidentRow).values(**row))
+    ids = list(incident.record_ids)
+    for start in range(0, len(ids), CHUNK):
+        conn.execute(delete(IncidentMember).where(IncidentMember.record_id.in_(ids[start:start + CHUNK])))
+    if ids:
+        conn.execute(insert(IncidentMember), [{"record_id": r, "incident_id": incident.id} for r in ids])
+
+
+def _member_ids(conn: Connection, incident_ids: Sequence[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {i: [] for i in incident_ids}
+    for start in range(0, len(incident_ids), CHUNK):
+        stmt = (select(IncidentMember.incident_id, IncidentMember.record_id)
+                .join(Record, Record.id == IncidentMember.record_id)
+                .where(IncidentMember.incident_id.in_(incident_ids[start:start + CHUNK]))
+                .order_by(Record.first_ts, Record.id))
+        for incident, record in conn.execute(stmt):
+            found[incident].append(record)
+    return found
+
+
+def _row_to_incident(row: Mapping[str, Any], record_ids: list[str]) -> Incident:
+    data = {k: v for k, v in row.items() if k not in ("risk_rank", "record_count", "created_at", "updated_at")}
+    return Incident.model_validate({**data, "record_ids": record_ids})
+
+
+def _where(f: IncidentFilter) -> list[Any]:
+    clauses = []
+    if f.min_risk:
+        clauses.append(IncidentRow.risk_rank >= risk_rank(f.min_risk))
+    if f.statuses:
+        clauses.append(IncidentRow.status.in_(f.statuses))
+    if f.since is not None:
+        clauses.append(IncidentRow.last_ts >= f.since)
+    if f.host:
+        clauses.append(cast(IncidentRow.hosts, Text).ilike(f"%{f.host}%"))
+    return clauses
