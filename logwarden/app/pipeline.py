@@ -42,6 +42,7 @@ from logwarden.app.config import Settings, declared
 from logwarden.app.detect import Detector, ruleset_for
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.events import ErrorRow, LogLine, Signal
+from logwarden.app.incidents import IncidentOptions, Span, regroup
 from logwarden.app.ingest import (
     DEFAULT_MAX_LINE_BYTES,
     Fingerprint,
@@ -116,6 +117,9 @@ class RunOptions:
     sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
     baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
     year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
+    # Incidents (app/incidents): grouping after the records are stored (analyze: once, after the review;
+    # watch: after each batch), and the model's stories (analyze, within the LLM budget).
+    incidents: IncidentOptions | None = field(default_factory=IncidentOptions)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
@@ -124,7 +128,7 @@ class RunOptions:
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
                       quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
-                      llm_budget=settings.llm_budget)
+                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings))
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -170,6 +174,10 @@ class RunMetrics:
     skipped: dict[str, str] = field(default_factory=dict)  # source → why it is not a log (markdown, labels)
     records_by_level: dict[str, int] = field(default_factory=dict)
     records_by_category: dict[str, int] = field(default_factory=dict)
+    incidents: int = 0  # incidents written by the last grouping (new, extended or unchanged)
+    stories: int = 0  # incidents whose story the model wrote and code grounded
+    story_invented_ids: int = 0  # record ids a story cited that are not its incident's (rejected)
+    story_ungrounded: int = 0  # entities a story named that its records lack (removed)
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in self.__slots__}
@@ -250,6 +258,7 @@ class Pipeline:
         # carries that position, so a kill -9 resumes a big file there, not at line 1.
         self._reading: dict[tuple[str, int, int], dict] = {}
         self._buffer = _Buffer()
+        self._stored = Span()  # what this run stored: where its incidents are
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
@@ -278,6 +287,7 @@ class Pipeline:
                     continue
                 self.analyze_file(item)
             self.review()
+            self.group()
             return self.finish()
         except RunStopped:
             self.finish("aborted")
@@ -553,8 +563,42 @@ class Pipeline:
                                                                  if k not in ("path", "inode")})
             self.baseline.flush(tx)
         self.metrics.deviations = self.baseline.deviations
+        self._stored.add(buffer.records)
+        if self.options.commit_every_windows is None and buffer.records:  # the watcher: extend open incidents
+            self._group(_span_of(buffer.records))
         if self.on_stored is not None and buffer.records:
             self.on_stored(buffer.records)
+
+    # ---- incidents -----------------------------------------------------------------------------
+
+    def group(self, around: Span | None = None) -> None:
+        """Regroup the incidents around what this run stored (or `around`); with a model, write the
+        stories of the incidents that need one, within what the run's budget left."""
+        self._commit()
+        self._group(around if around is not None else self._stored)
+
+    def _group(self, around: Span) -> None:
+        if self.options.incidents is None or not around:
+            return
+        regrouped = regroup(self.store, self.options.incidents, around=around)
+        self.metrics.incidents = len(regrouped.incidents)
+        if self.engine is not None and self.options.commit_every_windows is not None:
+            self._stories(regrouped.incidents)
+
+    def _stories(self, incidents) -> None:
+        from logwarden.app.incidents.story import StoryWriter
+
+        budget = default_budget(self.options.llm_budget, self.engine)
+        spent = (self.metrics.generation_s, self.metrics.prompt_tokens + self.metrics.new_tokens)
+        writer = StoryWriter(self.store, self.engine, budget=budget, spent=spent,
+                             max_new_tokens=self.options.max_new_tokens, cancelled=self._cancel)
+        stats = writer.write(incidents, limit=self.options.incidents.stories)
+        self.metrics.stories += stats.written
+        self.metrics.story_invented_ids += stats.invented
+        self.metrics.story_ungrounded += stats.ungrounded
+        self.metrics.prompt_tokens += stats.prompt_tokens
+        self.metrics.new_tokens += stats.new_tokens
+        self.metrics.generation_s += stats.generation_s
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)
@@ -599,6 +643,12 @@ def _identity(head: bytes | None, fingerprint: Fingerprint | None) -> dict:
                 fingerprint_len=fingerprint.length if fingerprint else 0,
                 fingerprint_prefix=fingerprint.prefix if fingerprint else None,
                 head=head[:fingerprint.length] if fingerprint and head else None)
+
+
+def _span_of(records: Sequence[RiskRecord]) -> Span:
+    span = Span()
+    span.add(records)
+    return span
 
 
 def _verdict(records: Sequence[RiskRecord]) -> str:

@@ -74,3 +74,18 @@ def user_prompt(digest_text: str) -> str:
 
 def triage_prompt(snippet: str) -> str:
     return f"Untrusted log snippet between the markers:\n{FENCE}\n{_defang(snippet)}\n{FENCE_END}\nJSON:"
+
+
+INCIDENT_PROMPT_VERSION = "incident_v1"
+INCIDENT_FENCE = "<<<INCIDENT_RECORDS"
+INCIDENT_FENCE_END = "INCIDENT_RECORDS>>>"
+
+
+def incident_prompt(records_text: str) -> str:
+    """An incident's record summaries, fenced as untrusted data like a log digest (neither fence's
+    word may appear inside)."""
+    text = _INCIDENT_MARKER.sub(_REMOVED, _defang(records_text))
+    return f"Untrusted incident records between the markers:\n{INCIDENT_FENCE}\n{text}\n{INCIDENT_FENCE_END}\nJSON:"
+
+
+_INCIDENT_MARKER = re.compile(r"(?i)incident[\s_.\-\x00-\x1f\x7f]*records")

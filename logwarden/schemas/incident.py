@@ -21,8 +21,11 @@ STORY_VERSION = "incident_v1"
 KILL_CHAIN = ("reconnaissance", "initial_access", "execution", "persistence", "privilege_escalation",
               "defense_evasion", "credential_access", "discovery", "lateral_movement", "collection",
               "command_and_control", "exfiltration", "impact")
-STEPS_MAX = 6
-TITLE_MAX = 160
+STEPS_MAX = 4
+STEP_MAX = 160
+TITLE_MAX = 120
+SUMMARY_MAX = 500
+CITED_MAX = 12
 
 
 class _Strict(BaseModel):
@@ -33,10 +36,10 @@ class IncidentStory(_Strict):
     """The model's answer: a title, a summary, the kill-chain stages seen, next steps, the ids cited."""
 
     title: str = Field(max_length=TITLE_MAX)
-    summary: str = Field(max_length=1200)
+    summary: str = Field(max_length=SUMMARY_MAX)
     stages: list[str] = Field(default_factory=list, max_length=len(KILL_CHAIN))
     next_steps: list[str] = Field(default_factory=list, max_length=STEPS_MAX)
-    cited: list[str] = Field(default_factory=list, max_length=50)
+    cited: list[str] = Field(default_factory=list, max_length=CITED_MAX)
 
 
 class Incident(_Strict):
@@ -50,7 +53,7 @@ class Incident(_Strict):
     story_key: str = ""  # the member set the story was written for: a changed incident gets a new story
     model: str | None = None
     ungrounded: list[str] = Field(default_factory=list)  # entities the model named that its records lack (removed)
-    invented: list[str] = Field(default_factory=list)  # ids the model cited that are not members (rejected)
+    invented: int = 0  # ids the model cited that are not members: the story was rejected, none is stored
     risk_level: RiskLevel
     category: Category
     first_ts: datetime | None = None
@@ -81,7 +84,7 @@ def story_json_schema(record_ids: list[str]) -> dict[str, Any]:
     props = schema["properties"]
     props["cited"]["items"] = {"type": "string", "enum": list(record_ids)}
     props["stages"]["items"] = {"type": "string", "enum": list(KILL_CHAIN)}
-    props["next_steps"]["items"] = {"type": "string", "maxLength": 200}
+    props["next_steps"]["items"] = {"type": "string", "maxLength": STEP_MAX}
     props["cited"]["minItems"] = 1
     schema["required"] = ["title", "summary", "stages", "next_steps", "cited"]
     return schema

@@ -6,6 +6,6 @@ Knows nothing of the CLI, terminals or pages.
 """
 
 from logwarden.app.incidents.grouping import Group, GroupingPolicy, group_records
-from logwarden.app.incidents.regroup import IncidentOptions, Regrouped, regroup
+from logwarden.app.incidents.regroup import IncidentOptions, Regrouped, Span, regroup
 
-__all__ = ["Group", "GroupingPolicy", "IncidentOptions", "Regrouped", "group_records", "regroup"]
+__all__ = ["Group", "GroupingPolicy", "IncidentOptions", "Regrouped", "Span", "group_records", "regroup"]

@@ -9,7 +9,7 @@ seen everywhere. A busy chain links nothing, so it cannot glue unrelated stories
 values still link the same records. Incidents are the connected components (union-find).
 
 Pure: records in, groups out; the same records always give the same groups. Knows nothing of the
-store, the model or settings objects (the `GroupingPolicy` is built by the caller).
+store or the model; its defaults are `Settings`' (app/config.py).
 """
 
 from __future__ import annotations
@@ -19,17 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from logwarden.app.incidents.pivots import HOST_KINDS, PIVOT_KINDS, WEAK_KINDS, Pivot, host_key, pivots_of
+from logwarden.app.config import declared
+from logwarden.app.incidents.pivots import HOST_KINDS, WEAK_KINDS, Pivot, host_key, pivots_of
 from logwarden.schemas.record import RiskRecord
 
 
 @dataclass(frozen=True, slots=True)
 class GroupingPolicy:
-    gap_s: float = 3600.0
-    weak_gap_s: float = 900.0
-    pivots: frozenset[str] = frozenset(PIVOT_KINDS)
-    max_fanout: int = 40
-    max_pivot_hosts: int = 4
+    gap_s: float = declared("incident_gap_s")
+    weak_gap_s: float = declared("incident_weak_gap_s")
+    pivots: frozenset[str] = frozenset(declared("incident_pivots").split(","))
+    max_fanout: int = declared("incident_max_fanout")
+    max_pivot_hosts: int = declared("incident_max_pivot_hosts")
 
     def gap_for(self, kind: str) -> float:
         return self.weak_gap_s if kind in WEAK_KINDS else self.gap_s

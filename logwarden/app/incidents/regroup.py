@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from logwarden.app.config import Settings
+from logwarden.app.config import Settings, declared
 from logwarden.app.incidents.grouping import GroupingPolicy, group_records
 from logwarden.app.incidents.pivots import PIVOT_KINDS
 from logwarden.app.incidents.rollup import build_incident
 from logwarden.app.store import RecordFilter, Store
+from logwarden.app.store.tables import to_utc
 from logwarden.errors import ConfigError
 from logwarden.schemas import RiskRecord, risk_rank
 from logwarden.schemas.incident import Incident
@@ -33,8 +34,8 @@ STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by",
 @dataclass(frozen=True, slots=True)
 class IncidentOptions:
     policy: GroupingPolicy = field(default_factory=GroupingPolicy)
-    min_risk: str = "low"
-    stories: int = 20
+    min_risk: str = declared("incident_min_risk")
+    stories: int = declared("incident_stories")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IncidentOptions:
@@ -55,13 +56,32 @@ class Regrouped:
     removed: list[str]  # ids that no longer exist (merged into another, or their records gone)
 
 
-def regroup(store: Store, options: IncidentOptions, *, around: Sequence[RiskRecord] | None = None) -> Regrouped:
+@dataclass(slots=True)
+class Span:
+    """What a run stored: the time span of its timed records and its untimed ones."""
+
+    low: datetime | None = None
+    high: datetime | None = None
+    untimed: list[RiskRecord] = field(default_factory=list)
+
+    def add(self, records: Sequence[RiskRecord]) -> None:
+        for r in records:
+            times = [to_utc(t) for t in (r.first_ts, r.last_ts) if t is not None]  # naive = local, as stored
+            if not times:
+                self.untimed.append(r)
+                continue
+            self.low = min([self.low, *times]) if self.low else min(times)
+            self.high = max([self.high, *times]) if self.high else max(times)
+
+    def __bool__(self) -> bool:
+        return self.low is not None or bool(self.untimed)
+
+
+def regroup(store: Store, options: IncidentOptions, *, around: Span | None = None) -> Regrouped:
     """Group the records around `around` (None: the whole store) and store the incidents."""
     scope = _whole_store(store, options) if around is None else _scope(store, options, around)
-    if not scope:
-        return Regrouped([], [])
-    incidents = [build_incident(g, scope) for g in group_records(scope, options.policy)]
-    old = _old_incidents(store, scope)
+    incidents = [build_incident(g, scope) for g in group_records(scope, options.policy)] if scope else []
+    old = _old_incidents(store, around, scope)
     for incident in incidents:
         _carry_over(incident, old)
     removed = sorted(set(old) - {i.id for i in incidents})
@@ -73,22 +93,21 @@ def _whole_store(store: Store, options: IncidentOptions) -> list[RiskRecord]:
     return store.query_records(RecordFilter(min_risk=options.min_risk), limit=ALL)
 
 
-def _scope(store: Store, options: IncidentOptions, around: Sequence[RiskRecord]) -> list[RiskRecord]:
+def _scope(store: Store, options: IncidentOptions, around: Span) -> list[RiskRecord]:
     """The stored records within reach of `around`, widened to the incidents they touch."""
     reach = timedelta(seconds=max(options.policy.gap_s, options.policy.weak_gap_s))
-    times = [t for r in around for t in (r.first_ts, r.last_ts) if t is not None]
-    untimed = {r.id: r for r in around if r.first_ts is None and r.last_ts is None}
-    if not times:
-        return _at_least(list(untimed.values()), options.min_risk)
-    low, high = min(times), max(times)
-    for _ in range(WIDEN_ROUNDS):
-        scope = store.query_records(RecordFilter(min_risk=options.min_risk, since=low - reach, until=high + reach),
-                                    limit=ALL)
-        wider = _incident_span(store, scope, low, high)
-        if wider == (low, high):
-            break
-        low, high = wider
-    return scope + _at_least([r for r in untimed.values() if r.id not in {s.id for s in scope}], options.min_risk)
+    scope: list[RiskRecord] = []
+    if around.low is not None and around.high is not None:
+        low, high = around.low, around.high
+        for _ in range(WIDEN_ROUNDS):
+            scope = store.query_records(RecordFilter(min_risk=options.min_risk, since=low - reach,
+                                                     until=high + reach), limit=ALL)
+            wider = _incident_span(store, scope, low, high)
+            if wider == (low, high):
+                break
+            low, high = wider
+    seen = {r.id for r in scope}
+    return scope + _at_least([r for r in around.untimed if r.id not in seen], options.min_risk)
 
 
 def _incident_span(store: Store, scope: Sequence[RiskRecord], low: datetime, high: datetime):
@@ -103,9 +122,21 @@ def _at_least(records: Sequence[RiskRecord], min_risk: str) -> list[RiskRecord]:
     return [r for r in records if risk_rank(r.risk_level) >= risk_rank(min_risk)]
 
 
-def _old_incidents(store: Store, scope: Sequence[RiskRecord]) -> dict[str, Incident]:
-    ids = set(store.incidents.of_records(r.id for r in scope).values())
+def _old_incidents(store: Store, around: Span | None, scope: Sequence[RiskRecord]) -> dict[str, Incident]:
+    """The stored incidents the regrouping replaces: all of them (whole store), or those holding a record
+    of the scope or of its span at any level (a record lowered below the minimum leaves its incident)."""
+    if around is None:
+        return {i.id: i for i in store.incidents.query(limit=ALL)}
+    records = list(scope) + list(around.untimed)
+    if around.low is not None and around.high is not None:
+        low, high = min([around.low, *(_times(scope))]), max([around.high, *(_times(scope))])
+        records += store.query_records(RecordFilter(since=low, until=high), limit=ALL)
+    ids = set(store.incidents.of_records({r.id for r in records}).values())
     return {i: found for i in sorted(ids) if (found := store.incidents.get(i)) is not None}
+
+
+def _times(records: Sequence[RiskRecord]) -> list[datetime]:
+    return [t for r in records for t in (r.first_ts, r.last_ts) if t is not None]
 
 
 def _carry_over(incident: Incident, old: dict[str, Incident]) -> None:

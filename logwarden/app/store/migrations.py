@@ -204,14 +204,15 @@ def _step_incidents(conn: Connection) -> None:
     """Incidents (issue 29): records grouped by shared pivots into attack stories, which record
     belongs to which incident, and the incidents' review trail."""
     md = MetaData()
-    json_cols = ("stages", "next_steps", "cited", "ungrounded", "invented", "hosts", "tactics", "techniques",
-                 "entities", "pivots")
+    json_cols = ("stages", "next_steps", "cited", "ungrounded", "hosts", "tactics", "techniques", "entities",
+                 "pivots")
     Table("incidents", md,
           Column("id", String(40), primary_key=True), Column("title", Text, nullable=False),
           Column("summary", Text, nullable=False),
           *(Column(name, JSON, nullable=False) for name in json_cols),
           Column("story_by", String(20), nullable=False), Column("story_key", String(64), nullable=False),
-          Column("model", Text), Column("risk_level", String(10), nullable=False),
+          Column("model", Text), Column("invented", Integer, nullable=False),
+          Column("risk_level", String(10), nullable=False),
           Column("risk_rank", Integer, nullable=False, index=True), Column("category", String(40), nullable=False),
           Column("first_ts", DateTime), Column("last_ts", DateTime, index=True),
           Column("record_count", Integer, nullable=False),

@@ -252,7 +252,7 @@ class IncidentRow(Base):
     story_key: Mapped[str] = mapped_column(String(64))
     model: Mapped[str | None] = mapped_column(Text)
     ungrounded: Mapped[list[Any]]
-    invented: Mapped[list[Any]]
+    invented: Mapped[int]
     risk_level: Mapped[str] = mapped_column(String(10))
     risk_rank: Mapped[int] = mapped_column(index=True)
     category: Mapped[str] = mapped_column(String(40))

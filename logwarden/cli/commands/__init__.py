@@ -6,6 +6,7 @@ from logwarden.cli.commands.config import config
 from logwarden.cli.commands.dataset import dataset
 from logwarden.cli.commands.eval import eval_command
 from logwarden.cli.commands.export import export
+from logwarden.cli.commands.incidents import incidents
 from logwarden.cli.commands.records import db, records
 from logwarden.cli.commands.report import report
 from logwarden.cli.commands.review import review
@@ -15,6 +16,6 @@ from logwarden.cli.commands.triage import triage
 from logwarden.cli.commands.ui import ui
 from logwarden.cli.commands.watch import watch
 
-COMMANDS = [analyze, triage, watch, review, ui, export, report, records, db, rules, baseline, config, eval_command,
+COMMANDS = [analyze, triage, watch, review, ui, export, report, records, incidents, db, rules, baseline, config, eval_command,
             dataset,
             train]

@@ -1,0 +1,149 @@
+"""The incident's story, written by the model and checked by code.
+
+The model reads its records' summaries (id, time, host, level, category, ATT&CK, indicators, the
+anomaly line — a few hundred tokens, never raw logs) and answers `IncidentStory` under a schema
+whose `cited` items are an enum of exactly the ids it was shown. Code checks again: a story citing
+any id that is not the incident's is rejected whole (Elastic's lesson: small models invent alert
+ids), and every title, summary sentence and next step naming an entity the records lack is
+dropped (`grounding.ground`). A story with nothing grounded left keeps the deterministic title.
+
+Owns: the records' digest, the requests, the checks, the budget loop. Knows nothing of grouping
+or of terminals and pages.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from logwarden.app.grounding import ground
+from logwarden.app.postprocess import Provenance
+from logwarden.app.review import Budget
+from logwarden.app.store import Store
+from logwarden.engine.api import Engine, Request
+from logwarden.prompts import INCIDENT_PROMPT_VERSION, incident_prompt, system_prompt
+from logwarden.schemas import risk_rank
+from logwarden.schemas.incident import Incident, IncidentStory, story_json_schema
+from logwarden.schemas.record import RiskRecord
+
+RECORDS_SHOWN = 12  # the riskiest records of a big incident; the prompt stays a few hundred tokens
+ANOMALY_CHARS = 160
+VALUES_SHOWN = 4
+STORY_MAX_NEW_TOKENS = 400
+BATCH = 4
+STORY_MIN_RISK = "medium"
+
+
+@dataclass(slots=True)
+class StoryStats:
+    written: int = 0
+    rejected: int = 0  # answers citing an id not the incident's, or unparsable
+    invented: int = 0
+    ungrounded: int = 0
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    generation_s: float = 0.0
+
+
+def records_digest(records: Sequence[RiskRecord]) -> tuple[str, list[str]]:
+    """The lines the model reads, and the ids they show (riskiest records first, then in time order)."""
+    shown = sorted(records, key=lambda r: (-risk_rank(r.risk_level), _when(r), r.id))[:RECORDS_SHOWN]
+    shown.sort(key=lambda r: (_when(r), r.id))
+    return "\n".join(_record_line(r) for r in shown), [r.id for r in shown]
+
+
+def _when(r: RiskRecord) -> str:
+    return r.first_ts.isoformat() if r.first_ts else ""
+
+
+def _record_line(r: RiskRecord) -> str:
+    when = f"{r.first_ts:%Y-%m-%d %H:%M:%S}" if r.first_ts else "-"
+    attack = " ".join(t.id for t in r.techniques[:3])
+    facts = [f"{kind}={','.join(values[:VALUES_SHOWN])}" for kind, values in
+             (("host", r.hosts), ("users", r.indicators.users), ("ips", r.indicators.ips),
+              ("processes", r.indicators.processes), ("files", r.indicators.hashes[:1])) if values]
+    anomaly = " ".join(r.anomaly.split())[:ANOMALY_CHARS]
+    return f"{r.id} {when} {r.risk_level} {r.category} {attack} {' '.join(facts)} | {anomaly}"
+
+
+def story_request(records: Sequence[RiskRecord]) -> tuple[Request, str, list[str]]:
+    text, ids = records_digest(records)
+    request = Request(system_prompt(INCIDENT_PROMPT_VERSION), incident_prompt(text), schema=story_json_schema(ids))
+    return request, text, ids
+
+
+def check_story(incident: Incident, answer_text: str, digest: str, stats: StoryStats) -> Incident | None:
+    """The incident with the model's story, checked; None when the answer is rejected."""
+    try:
+        story = IncidentStory.model_validate(json.loads(answer_text))
+    except ValueError:
+        stats.rejected += 1
+        return None
+    invented = [i for i in story.cited if i not in set(incident.record_ids)]
+    if invented or not story.cited:
+        stats.invented += len(invented)
+        stats.rejected += 1
+        return None
+    return _grounded(incident, story, digest, stats)
+
+
+def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: StoryStats) -> Incident | None:
+    title, summary = ground(story.title, digest), ground(story.summary, digest)
+    steps = [ground(step, digest) for step in story.next_steps]
+    missing = list(dict.fromkeys(e for g in (title, summary, *steps) for e in g.ungrounded))
+    stats.ungrounded += len(missing)
+    if not summary.text and not title.text:
+        return None
+    checked = incident.model_copy(deep=True)
+    checked.title = title.text or incident.title
+    checked.summary, checked.stages = summary.text, list(dict.fromkeys(story.stages))
+    checked.next_steps = [s.text for s in steps if s.text]
+    checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"
+    return checked
+
+
+class StoryWriter:
+    """Writes the stories of incidents that need one, riskiest first, while the budget lasts."""
+
+    def __init__(self, store: Store, engine: Engine, *, budget: Budget, spent: tuple[float, int] = (0.0, 0),
+                 max_new_tokens: int = STORY_MAX_NEW_TOKENS, cancelled: threading.Event | None = None):
+        self.store, self.engine, self.budget = store, engine, budget
+        self.spent_s, self.spent_tokens = spent
+        self.max_new_tokens = max(max_new_tokens, STORY_MAX_NEW_TOKENS)
+        self.cancelled = cancelled or threading.Event()
+        self.model = Provenance.of(engine).model
+
+    def write(self, incidents: Sequence[Incident], *, limit: int) -> StoryStats:
+        stats = StoryStats()
+        todo = needing_story(incidents)[:limit]
+        for start in range(0, len(todo), BATCH):
+            if self.cancelled.is_set() or not self.budget.left(self.spent_s, self.spent_tokens):
+                break
+            self._batch(todo[start:start + BATCH], stats)
+        return stats
+
+    def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> None:
+        prepared = [(i, *story_request(self.store.incidents.members(i.id))) for i in incidents]
+        started = time.perf_counter()
+        answers = self.engine.generate([p[1] for p in prepared], max_new_tokens=self.max_new_tokens)
+        elapsed = time.perf_counter() - started
+        self.spent_s += elapsed
+        stats.generation_s += elapsed
+        for (incident, _, digest, _), answer in zip(prepared, answers):
+            stats.prompt_tokens += answer.stats.prompt_tokens
+            stats.new_tokens += answer.stats.new_tokens
+            self.spent_tokens += answer.stats.prompt_tokens + answer.stats.new_tokens
+            checked = None if answer.error else check_story(incident, answer.text, digest, stats)
+            if checked is not None:
+                checked.model = str(self.model) if self.model else None
+                self.store.incidents.set_story(checked)
+                stats.written += 1
+
+
+def needing_story(incidents: Sequence[Incident]) -> list[Incident]:
+    """Incidents at or above STORY_MIN_RISK without a model story, riskiest and biggest first."""
+    todo = [i for i in incidents if i.story_by == "rules" and risk_rank(i.risk_level) >= risk_rank(STORY_MIN_RISK)]
+    return sorted(todo, key=lambda i: (-risk_rank(i.risk_level), -len(i.record_ids), i.id))

@@ -1,0 +1,104 @@
+"""Grouping on a real store: across windows, files and two hosts writing one PostgreSQL database,
+idempotent re-runs, the watcher extending an open incident, reviews kept when an incident grows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from _watch_helpers import watcher
+from click.testing import CliRunner
+
+from logwarden.app.incidents import IncidentOptions, regroup
+from logwarden.app.store import open_store
+from logwarden.cli.main import main as cli
+
+ATTACKER, OTHER = "203.0.113.7", "198.51.100.50"
+
+
+def burst(host: str, hour: int, minute: int, ip: str, n: int = 12, *, pid: int = 1000,
+          accepted: bool = False) -> list[str]:
+    lines = [f"Mar  1 {hour:02d}:{minute:02d}:{i:02d} {host} sshd[{pid + i}]: Failed password for root from {ip} "
+             f"port {40000 + i} ssh2" for i in range(n)]
+    if accepted:
+        lines.append(f"Mar  1 {hour:02d}:{minute:02d}:{n + 5:02d} {host} sshd[{pid + n}]: Accepted password for "
+                     f"root from {ip} port 50000 ssh2")
+    return lines
+
+
+def write(path: Path, lines: list[str], mode: str = "w") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, mode) as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def analyze(folder: Path, node: str, db: str) -> None:
+    result = CliRunner().invoke(cli, ["analyze", str(folder), "--rules-only", "--node", node, "--year", "2026",
+                                      "--db", db])
+    assert result.exit_code == 0, result.output
+
+
+def test_one_story_across_windows_files_and_two_hosts_of_one_postgresql_store(tmp_path, pg_url):
+    """web01 (host A) sees two bursts 20 minutes apart (two windows), db01 (host B) a third burst
+    from the same address, each analysed by its own run; a later, unrelated attacker on db01 is
+    another incident."""
+    write(tmp_path / "a" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 10, 20, ATTACKER,
+                                                                              pid=2000, accepted=True))
+    write(tmp_path / "b" / "secure", burst("db01", 10, 40, ATTACKER, pid=3000) + burst("db01", 12, 30, OTHER,
+                                                                                         pid=4000))
+    analyze(tmp_path / "a", "hostA", pg_url)
+    analyze(tmp_path / "b", "hostB", pg_url)
+    with open_store(pg_url) as store:
+        found = store.incidents.query()
+        story = next(i for i in found if len(i.record_ids) > 1)
+        members = store.incidents.members(story.id)
+        assert len(found) == 2 and f"ip={ATTACKER}" in story.pivots
+        assert {r.host for r in members} == {"web01", "db01"}
+        assert {r.source.split(":")[0] for r in members} == {"hostA", "hostB"}
+        assert len({(r.source, r.line_start) for r in members if r.host == "web01"}) >= 2  # two windows
+        alone = next(i for i in found if i is not story)
+        assert [r.indicators.ips for r in store.incidents.members(alone.id)] == [[OTHER]]
+        assert story.risk_level == "high" and story.hosts == ["web01", "db01"]
+
+
+def test_regrouping_again_changes_nothing(tmp_path, any_db_url):
+    write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 11, 30, OTHER))
+    analyze(tmp_path / "logs", "n1", any_db_url)
+    with open_store(any_db_url) as store:
+        before = store.incidents.query()
+        store.incidents.review(before[0].id, status="confirmed", owner="ana", note="seen")
+        again = regroup(store, IncidentOptions())
+        after = store.incidents.query()
+    assert sorted(i.id for i in again.incidents) == sorted(i.id for i in before) and not again.removed
+    assert [i.model_dump(exclude={"status", "owner", "analyst_note"}) for i in after] == \
+        [i.model_dump(exclude={"status", "owner", "analyst_note"}) for i in before]
+    assert next(i for i in after if i.id == before[0].id).status == "confirmed"
+    analyze(tmp_path / "logs", "n1", any_db_url)  # the same lines again: upserted records, the same incidents
+    with open_store(any_db_url) as store:
+        assert sorted(i.id for i in store.incidents.query()) == sorted(i.id for i in before)
+
+
+def test_the_watcher_extends_an_open_incident_and_keeps_its_review(tmp_path):
+    folder = tmp_path / "logs"
+    log = write(folder / "auth.log", burst("web01", 10, 0, ATTACKER))
+    with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
+        follow = watcher(store, folder, from_start=True)
+        follow.poll(final=True)
+        [opened] = store.incidents.query()
+        store.incidents.review(opened.id, status="confirmed", note="ongoing")
+        write(log, burst("web01", 10, 30, ATTACKER, pid=5000, accepted=True), mode="a")
+        follow.poll(final=True)
+        [extended] = store.incidents.query()
+        follow.pipeline.finish("stopped")
+    assert extended.id == opened.id and len(extended.record_ids) > len(opened.record_ids)
+    assert set(opened.record_ids) < set(extended.record_ids)
+    assert extended.status == "confirmed" and extended.analyst_note == "ongoing"
+    assert extended.risk_level == "high" and opened.risk_level == "medium"
+
+
+def test_records_below_the_minimum_level_make_no_incident(tmp_path):
+    write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER))
+    analyze(tmp_path / "logs", "n1", f"sqlite:///{tmp_path / 'lw.db'}")
+    with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
+        assert regroup(store, IncidentOptions(min_risk="high")).incidents == []
+        assert store.incidents.query() == []
