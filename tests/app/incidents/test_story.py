@@ -1,0 +1,109 @@
+"""The incident's story checked by code (app/incidents/story.py), with a scripted engine that answers
+what a careless model might: invented record ids are rejected whole, entities the records lack are
+dropped, an answer with nothing grounded keeps the deterministic title, the budget is respected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _incident_helpers import ATTACKER, burst, write
+from click.testing import CliRunner
+
+from logwarden.app.incidents.story import StoryWriter, story_request
+from logwarden.app.review import Budget
+from logwarden.app.store import open_store
+from logwarden.cli.main import main as cli
+from logwarden.engine.api import Generation, GenStats
+
+
+class ScriptedEngine:
+    """Answers each request with the next scripted text (given the request's own cited-id enum)."""
+
+    model_name = "scripted"
+
+    def __init__(self, answer):
+        self.answer = answer  # (allowed ids) -> dict
+        self.requests = []
+
+    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
+        self.requests += list(requests)
+        return [Generation(text=json.dumps(self.answer(r.schema["properties"]["cited"]["items"]["enum"])),
+                           stats=GenStats(prompt_tokens=300, new_tokens=80), finished=True) for r in requests]
+
+
+def stored_incident(tmp_path: Path):
+    write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 10, 20, ATTACKER,
+                                                                                 pid=2000, accepted=True))
+    db = f"sqlite:///{tmp_path / 'lw.db'}"
+    result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "logs"), "--rules-only", "--year", "2026", "--db", db])
+    assert result.exit_code == 0, result.output
+    store = open_store(db)
+    [incident] = store.incidents.query()
+    return store, incident
+
+
+def story(ids, **changes):
+    answer = {"title": f"SSH brute force from {ATTACKER} on web01 ends in a root login",
+              "summary": f"Address {ATTACKER} guessed root's password on web01. It then logged in as root.",
+              "stages": ["credential_access", "initial_access"],
+              "next_steps": [f"Block {ATTACKER} at the edge.", "Reset root's password on web01."],
+              "cited": list(ids)}
+    return {**answer, **changes}
+
+
+def test_the_schema_admits_only_the_incidents_record_ids(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    request, digest, ids = story_request(store.incidents.members(incident.id))
+    assert sorted(ids) == sorted(incident.record_ids)
+    assert request.schema["properties"]["cited"]["items"]["enum"] == ids
+    assert all(i in digest for i in ids) and "Failed password" not in digest  # summaries, not raw lines
+
+
+def test_a_grounded_story_is_stored_with_its_citations(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    engine = ScriptedEngine(lambda ids: story(ids))
+    stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stored = store.incidents.get(incident.id)
+    assert stats.written == 1 and stats.invented == 0 and stored.story_by == "llm"
+    assert stored.title.startswith("SSH brute force") and ATTACKER in stored.summary
+    assert set(stored.cited) <= set(incident.record_ids) and stored.stages == ["credential_access", "initial_access"]
+    assert stored.model == "scripted" and stored.ungrounded == []
+
+
+def test_a_story_citing_an_invented_id_is_rejected_whole(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    invented = "0123456789abcdef01234567"
+    engine = ScriptedEngine(lambda ids: story([ids[0], invented]))
+    stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stored = store.incidents.get(incident.id)
+    assert stats.invented == 1 and stats.rejected == 1 and stats.written == 0
+    assert stored.story_by == "rules" and stored.title == incident.title and invented not in stored.cited
+
+
+def test_ungrounded_entities_are_dropped_and_counted(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    engine = ScriptedEngine(lambda ids: story(ids, summary=f"Address {ATTACKER} guessed root's password on web01. "
+                                                           "It moved on to dc02.corp.example with mimikatz.exe.",
+                                              next_steps=["Isolate 10.9.9.9 now.", f"Block {ATTACKER}."]))
+    stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stored = store.incidents.get(incident.id)
+    assert "dc02" not in stored.summary and ATTACKER in stored.summary
+    assert stored.next_steps == [f"Block {ATTACKER}."]
+    assert {"dc02.corp.example", "mimikatz.exe", "10.9.9.9"} <= set(stored.ungrounded)
+    assert stats.ungrounded == len(stored.ungrounded)
+
+
+def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    engine = ScriptedEngine(lambda ids: story(ids, title="Attack on 10.1.2.3", summary="Host 10.1.2.3 was hit."))
+    StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stored = store.incidents.get(incident.id)
+    assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (3 records)"
+
+
+def test_a_spent_budget_writes_no_story(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    engine = ScriptedEngine(lambda ids: story(ids))
+    stats = StoryWriter(store, engine, budget=Budget(tokens=1000), spent=(0.0, 1000)).write([incident], limit=5)
+    assert stats.written == 0 and engine.requests == []
