@@ -21,11 +21,12 @@ STORY_VERSION = "incident_v1"
 KILL_CHAIN = ("reconnaissance", "initial_access", "execution", "persistence", "privilege_escalation",
               "defense_evasion", "credential_access", "discovery", "lateral_movement", "collection",
               "command_and_control", "exfiltration", "impact")
-STEPS_MAX = 4
-STEP_MAX = 160
-TITLE_MAX = 120
-SUMMARY_MAX = 500
-CITED_MAX = 12
+STEPS_MAX = 3
+STEP_MAX = 120
+TITLE_MAX = 100
+SUMMARY_MAX = 400
+CITED_MAX = 6
+STAGES_MAX = 5
 
 
 class _Strict(BaseModel):
@@ -37,7 +38,7 @@ class IncidentStory(_Strict):
 
     title: str = Field(max_length=TITLE_MAX)
     summary: str = Field(max_length=SUMMARY_MAX)
-    stages: list[str] = Field(default_factory=list, max_length=len(KILL_CHAIN))
+    stages: list[str] = Field(default_factory=list, max_length=STAGES_MAX)
     next_steps: list[str] = Field(default_factory=list, max_length=STEPS_MAX)
     cited: list[str] = Field(default_factory=list, max_length=CITED_MAX)
 

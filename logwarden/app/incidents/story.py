@@ -14,6 +14,7 @@ or of terminals and pages.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -91,8 +92,8 @@ def check_story(incident: Incident, answer_text: str, digest: str, stats: StoryS
 
 
 def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: StoryStats) -> Incident | None:
-    title, summary = ground(story.title, digest), ground(story.summary, digest)
-    steps = [ground(step, digest) for step in story.next_steps]
+    title, summary = ground(_unfilled(story.title), digest), ground(_unfilled(story.summary), digest)
+    steps = [ground(_unfilled(step), digest) for step in story.next_steps]
     missing = list(dict.fromkeys(e for g in (title, summary, *steps) for e in g.ungrounded))
     stats.ungrounded += len(missing)
     if not summary.text and not title.text:
@@ -103,6 +104,15 @@ def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: Stor
     checked.next_steps = [s.text for s in steps if s.text]
     checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"
     return checked
+
+
+def _unfilled(text: str) -> str:
+    """Without the sentences that kept a word of the prompt's answer shape (HOST, ACTION…) unfilled."""
+    return " ".join(c for c in _SENTENCE.split(text.strip()) if not _PLACEHOLDER.search(c))
+
+
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b")
 
 
 class StoryWriter:
