@@ -101,18 +101,19 @@ def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: Stor
     checked = incident.model_copy(deep=True)
     checked.title = title.text or incident.title
     checked.summary, checked.stages = summary.text, list(dict.fromkeys(story.stages))
-    checked.next_steps = [s.text for s in steps if s.text]
+    checked.next_steps = list(dict.fromkeys(s.text for s in steps if s.text))
     checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"
     return checked
 
 
 def _unfilled(text: str) -> str:
-    """Without the sentences that kept a word of the prompt's answer shape (HOST, ACTION…) unfilled."""
+    """Without the sentences that echo the prompt's frame ("between the markers", a shape word such as HOST)."""
     return " ".join(c for c in _SENTENCE.split(text.strip()) if not _PLACEHOLDER.search(c))
 
 
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
-_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b")
+# words of the prompt's frame a small model may echo instead of writing a story
+_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b|(?i:between the markers|kill-chain)")
 
 
 class StoryWriter:
