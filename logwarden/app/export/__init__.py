@@ -1,4 +1,4 @@
-"""Exports of risk records to SIEMs: serialization to JSONL, ECS, OCSF, Splunk HEC and CEF, and
+"""Exports of risk records (and incidents, `incidents.py`) to SIEMs: serialization to JSONL, ECS, OCSF, Splunk HEC and CEF, and
 forwarders to Splunk HEC (HTTP) and syslog (RFC 5424 over UDP/TCP).
 
 Does not read the store: callers pass records (e.g. from `Store.query_records`).
@@ -14,6 +14,7 @@ from logwarden.app.export.cef import to_cef
 from logwarden.app.export.ecs import to_ecs
 from logwarden.app.export.errors import ForwardError
 from logwarden.app.export.forward import forward_splunk_hec
+from logwarden.app.export.incidents import INCIDENT_FORMATS, export_incidents, to_ecs_incident, to_ocsf_incident
 from logwarden.app.export.ocsf import to_ocsf
 from logwarden.app.export.splunk import to_splunk_hec
 from logwarden.app.export.syslog import forward_syslog
@@ -47,5 +48,6 @@ def export_records(records: Iterable[RiskRecord], fmt: str) -> Iterator[str]:
     return (serialize(record) for record in records)
 
 
-__all__ = ["FORMATS", "ForwardError", "export_records", "forward_splunk_hec", "forward_syslog",
+__all__ = ["FORMATS", "INCIDENT_FORMATS", "ForwardError", "export_incidents", "export_records", "to_ecs_incident",
+           "to_ocsf_incident", "forward_splunk_hec", "forward_syslog",
            "to_cef", "to_ecs", "to_ocsf", "to_splunk_hec"]
