@@ -19,6 +19,8 @@ PAGES = (  # (file under views/, relative to this script; title; icon; url path)
     ("overview.py", "Overview", ":material/dashboard:", "overview"),
     ("records.py", "Records", ":material/table_rows:", "records"),
     ("record.py", "Record detail", ":material/description:", "record"),
+    ("incidents.py", "Incidents", ":material/hub:", "incidents"),
+    ("incident.py", "Incident detail", ":material/timeline:", "incident"),
     ("triage.py", "Triage", ":material/bolt:", "triage"),
     ("runs.py", "Runs & sources", ":material/history:", "runs"),
     ("export.py", "Export", ":material/download:", "export"),

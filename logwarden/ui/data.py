@@ -211,3 +211,30 @@ def export_text(url: str, key: FilterKey, fmt: str) -> str:
     from logwarden.app.export import export_records
 
     return "".join(line + "\n" for line in export_records(iter_filtered(url, key), fmt))
+
+
+# -- incidents (never cached: a handful of primary-key and indexed reads) ----------------------------
+
+def incidents(url: str, *, min_risk: str | None = None, statuses: tuple[str, ...] = (), limit: int = 500):
+    from logwarden.app.store import IncidentFilter
+
+    return store_for(url).incidents.query(IncidentFilter(min_risk=min_risk, statuses=statuses), limit=limit)
+
+
+def incident(url: str, incident_id: str):
+    return store_for(url).incidents.get(incident_id)
+
+
+def incident_members(url: str, incident_id: str) -> list[RiskRecord]:
+    return store_for(url).incidents.members(incident_id)
+
+
+def incident_reviews(url: str, incident_id: str) -> list[dict[str, Any]]:
+    return store_for(url).incidents.reviews(incident_id)
+
+
+def review_incident(url: str, incident_id: str, *, status: str, owner: str | None, note: str | None,
+                    reviewer: str | None) -> None:
+    _writable()
+    store_for(url).incidents.review(incident_id, status=status, owner=owner or None, note=note or None,
+                                    reviewer=reviewer or None)

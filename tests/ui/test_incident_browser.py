@@ -1,0 +1,111 @@
+"""The incident page in a real browser (Playwright, Debian's Chromium) over sample_logs analysed
+rules-only (which groups incidents), the biggest incident given a story through the same checks a
+model's story goes through (a scripted engine: the browser test does not wait on the real model;
+tests/app/incidents/test_story_model.py runs that). Checks the story, the timeline per host, the
+tactics strip and that a record link opens the record.
+
+LOGWARDEN_UPDATE_SCREENSHOTS=1 also refreshes docs/screenshots/incident.png.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from _ui_helpers import fill_store
+from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
+    CHROMIUM,
+    browser,
+    free_port,
+    keep_shot,
+    outside_requests,
+    page,
+    settle,
+    shoot,
+    wait_healthy,
+)
+
+from logwarden.app.incidents.story import StoryWriter
+from logwarden.app.review import Budget
+from logwarden.engine.api import Generation, GenStats
+
+pytestmark = pytest.mark.browser
+
+
+class ScriptedEngine:
+    """Writes a story from the records it is shown (their first host and address), citing them all."""
+
+    model_name = "scripted-story"
+
+    def __init__(self, incident):
+        self.incident = incident
+
+    def generate(self, requests, **_):
+        host = self.incident.hosts[0]
+        ip = self.incident.entities.get("ips", ["-"])[0]
+        answers = []
+        for request in requests:
+            ids = request.schema["properties"]["cited"]["items"]["enum"]
+            answers.append({"title": f"Intrusion on {host}", "summary": f"{ip} attacked {host}. "
+                            f"Then accounts were changed on {host}.", "stages": ["credential_access", "persistence"],
+                            "next_steps": [f"Isolate {host}."], "cited": ids})
+        return [Generation(text=json.dumps(a), stats=GenStats(), finished=True) for a in answers]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
+    folder = tmp_path_factory.mktemp("incident_browser")
+    url, store = fill_store(folder, with_samples=True)
+    incident = max(store.incidents.query(limit=1000), key=lambda i: (len(i.hosts), len(i.record_ids), i.id))
+    written = StoryWriter(store, ScriptedEngine(incident), budget=Budget()).write([incident], limit=1)
+    assert written.written == 1
+    port, log = free_port(), folder / "server.log"
+    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, process, log)
+        yield base, store, folder, store.incidents.get(incident.id)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        store.close()
+
+
+def test_the_incident_page_shows_story_timeline_tactics_and_links_records(server, page):
+    base, store, folder, incident = server
+    members = store.incidents.members(incident.id)
+    page.goto(f"{base}/incident?id={incident.id}")
+    settle(page)
+    assert page.get_by_text(incident.title, exact=True).first.is_visible()
+    assert page.get_by_text(incident.summary.split(". ")[0], exact=False).first.is_visible()
+    for host in incident.hosts:  # a timeline section per host
+        assert page.get_by_text(host, exact=True).first.is_visible()
+    lit = page.locator(".lw-tactic[data-lit='true']").all_inner_texts()
+    assert lit and set(lit) <= set(incident.tactics)
+    links = page.locator("a[href*='record?id=']")
+    assert links.count() == len(members)
+    path = shoot(page, folder, "incident")
+    keep_shot(path, "incident")
+    first = members[0]
+    href = page.locator(f"a[href*='record?id={first.id[:12]}']").first.get_attribute("href")
+    page.goto(href if href.startswith("http") else f"{base}/{href.lstrip('/')}")
+    settle(page)
+    assert page.get_by_role("heading", name="Record detail").first.is_visible()
+    assert page.get_by_text(first.id, exact=False).first.is_visible()
+    assert outside_requests(page, base) == []
+
+
+def test_the_incidents_list_links_to_the_incident_page(server, page):
+    base, _, _, incident = server
+    page.goto(f"{base}/incidents")
+    settle(page)
+    assert page.get_by_role("heading", name="Incidents").first.is_visible()
+    assert page.locator("[data-testid='stDataFrame']").first.is_visible()
