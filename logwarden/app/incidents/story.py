@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from logwarden.app.config import declared
 from logwarden.app.grounding import ground
 from logwarden.app.postprocess import Provenance
 from logwarden.app.review import Budget
@@ -33,7 +34,6 @@ from logwarden.schemas.record import RiskRecord
 RECORDS_SHOWN = 12  # the riskiest records of a big incident; the prompt stays a few hundred tokens
 ANOMALY_CHARS = 160
 VALUES_SHOWN = 4
-STORY_MAX_NEW_TOKENS = 400
 BATCH = 4
 STORY_MIN_RISK = "medium"
 
@@ -120,10 +120,10 @@ class StoryWriter:
     """Writes the stories of incidents that need one, riskiest first, while the budget lasts."""
 
     def __init__(self, store: Store, engine: Engine, *, budget: Budget, spent: tuple[float, int] = (0.0, 0),
-                 max_new_tokens: int = STORY_MAX_NEW_TOKENS, cancelled: threading.Event | None = None):
+                 max_new_tokens: int = declared("max_new_tokens"), cancelled: threading.Event | None = None):
         self.store, self.engine, self.budget = store, engine, budget
         self.spent_s, self.spent_tokens = spent
-        self.max_new_tokens = max(max_new_tokens, STORY_MAX_NEW_TOKENS)
+        self.max_new_tokens = max_new_tokens  # the schema's bounds keep a story within the default 320
         self.cancelled = cancelled or threading.Event()
         self.model = Provenance.of(engine).model
 

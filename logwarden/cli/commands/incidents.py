@@ -191,5 +191,6 @@ def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
 
     engine = open_engine(make_engine_options(engine_kw))
     budget = default_budget(llm_budget or get_settings().llm_budget, engine)
-    stats = StoryWriter(store, engine, budget=budget).write(incidents_found, limit=options.stories)
+    writer = StoryWriter(store, engine, budget=budget, max_new_tokens=get_settings().max_new_tokens)
+    stats = writer.write(incidents_found, limit=options.stories)
     return {f"stories_{k}": v for k, v in asdict(stats).items()}
