@@ -79,6 +79,11 @@ class Span:
 
 def regroup(store: Store, options: IncidentOptions, *, around: Span | None = None) -> Regrouped:
     """Group the records around `around` (None: the whole store) and store the incidents."""
+    with store.incidents.grouping_lock():
+        return _regroup(store, options, around)
+
+
+def _regroup(store: Store, options: IncidentOptions, around: Span | None) -> Regrouped:
     scope = _whole_store(store, options) if around is None else _scope(store, options, around)
     incidents = [build_incident(g, scope) for g in group_records(scope, options.policy)] if scope else []
     old = _old_incidents(store, around, scope)

@@ -8,13 +8,13 @@ grouped or how stories are written (app/incidents).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Text, cast, delete, insert, select, update
+from sqlalchemy import Connection, Text, cast, delete, insert, select, text, update
 
 from logwarden.app.store.convert import row_to_record, utc_now
 from logwarden.app.store.tables import IncidentMember, IncidentReview, IncidentRow, Record
@@ -24,6 +24,7 @@ from logwarden.schemas.incident import Incident
 from logwarden.schemas.record import STATUSES
 
 CHUNK = 500
+GROUPING_LOCK = 0x6C77696E  # "lwin": PostgreSQL advisory lock id that serialises regroupings
 REVIEW_FIELDS = ("status", "owner", "analyst_note")
 
 
@@ -41,8 +42,25 @@ Opener = Callable[[], AbstractContextManager[Connection]]
 class IncidentStore:
     """The incidents of one `Store` (`store.incidents`): given its read and write transactions."""
 
-    def __init__(self, *, read: Opener, write: Opener) -> None:
-        self._read, self._write = read, write
+    def __init__(self, *, read: Opener, write: Opener, connect: Opener, dialect: str) -> None:
+        self._read, self._write, self._connect, self._dialect = read, write, connect, dialect
+
+    @contextmanager
+    def grouping_lock(self) -> Iterator[None]:
+        """One regrouping at a time across processes (several watchers writing one PostgreSQL store
+        would otherwise write the same incident ids at once): a session advisory lock held from the
+        first read to the last write. SQLite serialises writers already."""
+        if self._dialect != "postgresql":
+            yield
+            return
+        with self._connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": GROUPING_LOCK})
+            conn.commit()
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": GROUPING_LOCK})
+                conn.commit()
 
     # -- reads -----------------------------------------------------------------------------------
 

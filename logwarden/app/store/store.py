@@ -127,7 +127,8 @@ class Store:
         self.engine = engine
         self.applied: list[int] = []  # schema versions the last `migrate` applied
         self._open_runs: set[str] = set()
-        self.incidents = IncidentStore(read=self._read, write=self._write)
+        self.incidents = IncidentStore(read=self._read, write=self._write,
+                                       connect=lambda: self._connection(write=True), dialect=engine.dialect.name)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -84,3 +84,34 @@ def test_records_below_the_minimum_level_make_no_incident(tmp_path):
     with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
         assert regroup(store, IncidentOptions(min_risk="high")).incidents == []
         assert store.incidents.query() == []
+
+
+def test_regroupings_of_several_processes_on_one_postgresql_store_do_not_collide(tmp_path, pg_url):
+    """Watchers on several hosts regroup the same incidents at once: one at a time (an advisory
+    lock), so none fails on another's rows and the result is what one regrouping gives."""
+    import threading
+
+    write(tmp_path / "a" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 10, 20, ATTACKER, pid=2000))
+    write(tmp_path / "b" / "secure", burst("db01", 10, 40, ATTACKER, pid=3000))
+    analyze(tmp_path / "a", "hostA", pg_url)
+    analyze(tmp_path / "b", "hostB", pg_url)
+    failures = []
+
+    def regroup_often():
+        try:
+            with open_store(pg_url) as store:
+                for _ in range(15):
+                    regroup(store, IncidentOptions())
+        except Exception as exc:  # noqa: BLE001 - collected and asserted on below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=regroup_often) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    with open_store(pg_url) as store:
+        [incident] = store.incidents.query()
+        assert len(incident.record_ids) == len(store.query_records(limit=100))
+        assert len(store.incidents.of_records(incident.record_ids)) == len(incident.record_ids)
