@@ -35,6 +35,7 @@ from logwarden.app.store import open_store  # noqa: E402
 from logwarden.schemas import risk_rank  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+STORY_SAMPLES = 8
 _ADDRESS = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 
 
@@ -132,6 +133,9 @@ def summary(incidents, members, per_recording, purities, benign_high, unlabelled
         "llm_stories_stored": sum(i.story_by == "llm" for i in incidents),
         "stored_stories_citing_ids_not_theirs": invented_stored,
         "ungrounded_entities_removed_in_stored": sum(len(i.ungrounded) for i in incidents),
+        "story_samples": [{"id": i.id, "title": i.title, "summary": i.summary, "stages": i.stages,
+                           "next_steps": i.next_steps, "cited": len(i.cited), "records": len(i.record_ids)}
+                          for i in incidents if i.story_by == "llm"][:STORY_SAMPLES],
         "recordings": recordings,
     }
 
@@ -154,12 +158,17 @@ def main() -> None:
     parser.add_argument("--only", choices=("otrf", "loghub", "sample_logs"), action="append")
     parser.add_argument("--stories", type=int, default=0, help="incidents per corpus the model writes a story for")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="keep the stores in this folder")
     args = parser.parse_args()
     report = {}
-    with tempfile.TemporaryDirectory(prefix="lw-incidents-") as folder:
+    with tempfile.TemporaryDirectory(prefix="lw-incidents-") as scratch:
+        folder = args.keep or Path(scratch)
+        folder.mkdir(parents=True, exist_ok=True)
         for name, paths, root, units in corpora(args.realdata, args.sample_logs):
             if args.only and name not in args.only:
                 continue
+            for stale in folder.glob(f"{name}.db*"):  # a fresh store each time
+                stale.unlink()
             db = f"sqlite:///{folder}/{name}.db"
             analyse(paths, db)
             story = stories(db, args.stories, args.threads) if args.stories and name != "loghub" else None
