@@ -270,6 +270,7 @@ class Pipeline:
         opts = {k: getattr(self.options, k) for k in self.options.__slots__}
         opts["include"], opts["exclude"] = list(self.options.include), list(self.options.exclude)
         opts["sigma"] = list(self.options.sigma)
+        opts["incidents"] = self.options.incidents.describe() if self.options.incidents else None
         opts["engine"] = self.engine.describe() if self.engine else None
         return opts
 

@@ -50,6 +50,14 @@ class IncidentOptions:
         return cls(policy=policy, min_risk=settings.incident_min_risk, stories=settings.incident_stories)
 
 
+    def describe(self) -> dict:
+        """JSON for a run's config."""
+        policy = self.policy
+        return {"gap_s": policy.gap_s, "weak_gap_s": policy.weak_gap_s, "pivots": sorted(policy.pivots),
+                "max_fanout": policy.max_fanout, "max_pivot_hosts": policy.max_pivot_hosts,
+                "min_risk": self.min_risk, "stories": self.stories}
+
+
 @dataclass(slots=True)
 class Regrouped:
     incidents: list[Incident]  # the incidents written (new, extended or unchanged)

@@ -107,3 +107,50 @@ def test_a_spent_budget_writes_no_story(tmp_path):
     engine = ScriptedEngine(lambda ids: story(ids))
     stats = StoryWriter(store, engine, budget=Budget(tokens=1000), spent=(0.0, 1000)).write([incident], limit=5)
     assert stats.written == 0 and engine.requests == []
+
+
+class StoryOrNothingEngine(ScriptedEngine):
+    """The model of a whole run: an empty assessment for review prompts, a story for incident prompts."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+    def describe(self) -> dict:
+        return {"model": self.model_name}
+
+    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
+        answers = []
+        for r in requests:
+            if "cited" in (r.schema or {}).get("properties", {}):
+                answers += super().generate([r], max_new_tokens=max_new_tokens)
+            else:
+                self.requests.append(r)
+                answers.append(Generation(text='{"findings": [], "recommendation": ""}', stats=GenStats(),
+                                          finished=True))
+        return answers
+
+
+def analysed(tmp_path: Path, engine, *, rules_only: bool):
+    from logwarden.app.pipeline import Pipeline, RunOptions
+
+    logs = write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst(
+        "web01", 10, 20, ATTACKER, pid=2000, accepted=True))
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    metrics = Pipeline(store, engine, RunOptions(rules_only=rules_only, llm_budget="unlimited")).analyze([logs])
+    return store, metrics
+
+
+def test_analyze_with_a_model_writes_the_stories_of_its_incidents(tmp_path):
+    engine = StoryOrNothingEngine(lambda ids: story(ids))
+    store, metrics = analysed(tmp_path, engine, rules_only=False)
+    [incident] = store.incidents.query()
+    assert metrics.incidents == 1 and metrics.stories == 1 and metrics.story_invented_ids == 0
+    assert incident.story_by == "llm" and incident.model == "scripted"
+
+
+def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_path):
+    engine = StoryOrNothingEngine(lambda ids: story(ids))
+    store, metrics = analysed(tmp_path, engine, rules_only=True)
+    [incident] = store.incidents.query()
+    assert metrics.incidents == 1 and metrics.stories == 0 and engine.requests == []
+    assert incident.story_by == "rules" and incident.title == "brute force on web01 (3 records)"
