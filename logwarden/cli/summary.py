@@ -102,10 +102,14 @@ def _closing_lines(m, records: Sequence[RiskRecord], db_url: str) -> list[str]:
     if m.lines:
         lines.append(f"read {m.lines:,} lines ({_size(m.raw_chars)}); {covered:,} of them are records' evidence: "
                      f"a {100 * (1 - covered / m.lines):.1f}% reduction")
+    if getattr(m, "incidents", 0):
+        stories = f", {m.stories} with the model's story" if m.stories else ""
+        lines.append(f"{m.incidents:,} incidents around this run's records{stories}")
     db = shlex.quote(db_url)
     lines += [f"database: {db_url}", "next:",
               f"  logwarden records list --min-risk high --db {db}",
               f"  logwarden records show ID --db {db}",
+              f"  logwarden incidents list --min-risk medium --db {db}",
               f"  logwarden ui --db {db}"]
     return lines
 
