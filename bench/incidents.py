@@ -100,6 +100,7 @@ def score(db: str, corpus: str, root: Path, units: dict[str, list[dict]]) -> dic
     truth = {r.id: recording_key(u, corpus) for rs in members.values() for r in rs
              if (u := unit_of(r, root, units)) is not None}
     store.close()
+    expected = {recording_key(u, corpus) for us in units.values() for u in us} - {"benign"}
     per_recording: dict[str, Counter] = defaultdict(Counter)
     purities, benign_high, unlabelled = [], 0, 0
     for incident in incidents:
@@ -111,7 +112,9 @@ def score(db: str, corpus: str, root: Path, units: dict[str, list[dict]]) -> dic
             purities.append((Counter(keys).most_common(1)[0][1] / len(keys), len(keys)))
         if keys and set(keys) == {"benign"} and risk_rank(incident.risk_level) > risk_rank("low"):
             benign_high += 1
-    return summary(incidents, members, per_recording, purities, benign_high, unlabelled)
+    found = summary(incidents, members, per_recording, purities, benign_high, unlabelled)
+    return found | {"recordings_labelled": len(expected),
+                    "recordings_without_incident": sorted(expected - set(per_recording))}
 
 
 def summary(incidents, members, per_recording, purities, benign_high, unlabelled) -> dict:
