@@ -10,7 +10,7 @@ from _watch_helpers import watcher
 from click.testing import CliRunner
 
 from logwarden.app.incidents import IncidentOptions, regroup
-from logwarden.app.store import open_store
+from logwarden.app.store import IncidentFilter, open_store
 from logwarden.cli.main import main as cli
 
 
@@ -41,6 +41,9 @@ def test_one_story_across_windows_files_and_two_hosts_of_one_postgresql_store(tm
         alone = next(i for i in found if i is not story)
         assert [r.indicators.ips for r in store.incidents.members(alone.id)] == [[OTHER]]
         assert story.risk_level == "high" and story.hosts == ["web01", "db01"]
+        assert [i.id for i in store.incidents.query(IncidentFilter(host="WEB0"))] == [story.id]
+        assert [i.id for i in store.incidents.query(IncidentFilter(min_risk="high"))] == [story.id]
+        assert store.incidents.get(story.id[4:12]).id == story.id  # a prefix without inc-
 
 
 def test_regrouping_again_changes_nothing(tmp_path, any_db_url):
