@@ -106,3 +106,14 @@ def technique_matrix(rows: Sequence[TechniqueCount]) -> pd.DataFrame:
     order = [t for t in TACTIC_ORDER if t in columns] + sorted(t for t in columns if t not in TACTIC_ORDER)
     depth = max(len(cells) for cells in columns.values())
     return pd.DataFrame({t: columns[t] + [""] * (depth - len(columns[t])) for t in order})
+
+
+def incident_timeline(rows: Sequence[tuple[str, object, str, str, str]]) -> alt.Chart:
+    """An incident's records as points on a time axis, one lane per host, coloured by level.
+    `rows`: (host, first event, level, category, short id)."""
+    frame = pd.DataFrame(rows, columns=["host", "time", "level", "category", "record"])
+    frame["time"] = pd.to_datetime(frame["time"], utc=True).dt.tz_localize(None)
+    return alt.Chart(frame).mark_circle(size=140, opacity=0.9).encode(
+        x=alt.X("time:T", title="first event (UTC)"), y=alt.Y("host:N", title=None),
+        color=alt.Color("level:N", scale=_LEVEL_SCALE, legend=alt.Legend(orient="bottom")),
+        tooltip=["record", "time:T", "level", "category", "host"])

@@ -49,9 +49,11 @@ class ScriptedEngine:
         answers = []
         for request in requests:
             ids = request.schema["properties"]["cited"]["items"]["enum"]
-            answers.append({"title": f"Intrusion on {host}", "summary": f"{ip} attacked {host}. "
-                            f"Then accounts were changed on {host}.", "stages": ["credential_access", "persistence"],
-                            "next_steps": [f"Isolate {host}."], "cited": ids})
+            answers.append({"title": f"Logins tried from {ip} on {host}",
+                            "summary": f"{ip} tried one account after another on {host}, and on the other hosts "
+                                       "below within the hour.", "stages": ["credential_access"],
+                            "next_steps": [f"Block {ip}.", f"Check the accounts {ip} reached on {host}."],
+                            "cited": ids})
         return [Generation(text=json.dumps(a), stats=GenStats(), finished=True) for a in answers]
 
 
@@ -86,12 +88,15 @@ def test_the_incident_page_shows_story_timeline_tactics_and_links_records(server
     settle(page)
     assert page.get_by_text(incident.title, exact=True).first.is_visible()
     assert page.get_by_text(incident.summary.split(". ")[0], exact=False).first.is_visible()
+    assert page.locator("[data-testid='stVegaLiteChart']").first.is_visible()  # the timeline chart
     for host in incident.hosts:  # a timeline section per host
         assert page.get_by_text(host, exact=True).first.is_visible()
     lit = page.locator(".lw-tactic[data-lit='true']").all_inner_texts()
     assert lit and set(lit) <= set(incident.tactics)
     links = page.locator("a[href*='record?id=']")
     assert links.count() == len(members)
+    page.set_viewport_size({"width": 1400, "height": 2200})  # the page scrolls inside Streamlit's container
+    settle(page)
     path = shoot(page, folder, "incident")
     keep_shot(path, "incident")
     first = members[0]

@@ -16,6 +16,7 @@ import streamlit as st
 from logwarden.errors import LogwardenError
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
+from logwarden.ui.charts import incident_timeline
 from logwarden.ui.text import escape_markdown
 
 TACTICS = ("Reconnaissance", "Resource Development", "Initial Access", "Execution", "Persistence",
@@ -102,6 +103,9 @@ def _tactics_strip(seen: list[str]) -> None:
 def _timeline(members) -> None:
     st.markdown("### Timeline per host")
     hosts = list(dict.fromkeys(r.host or "(no host)" for r in members))
+    timed = [(r.host or "(no host)", r.first_ts, r.risk_level, r.category, r.id[:12]) for r in members if r.first_ts]
+    if timed:
+        st.altair_chart(incident_timeline(timed), width="stretch")
     for host in hosts:
         st.markdown(f"**{escape_markdown(host, one_line=True)}**")
         for r in (m for m in members if (m.host or "(no host)") == host):
