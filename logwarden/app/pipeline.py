@@ -537,6 +537,7 @@ class Pipeline:
         m.entities_named += stats.entities_named
         m.entities_ungrounded += stats.entities_ungrounded
         m.deviations_dismissed += stats.dismissed
+        self._stored.add(stats.records)  # the review may raise or lower them: their incidents are regrouped
         self._recount(stats.records)
 
     def _recount(self, reviewed: Sequence[RiskRecord]) -> None:
@@ -583,8 +584,15 @@ class Pipeline:
             return
         regrouped = regroup(self.store, self.options.incidents, around=around)
         self.metrics.incidents = len(regrouped.incidents)
-        if self.engine is not None and self.options.commit_every_windows is not None:
+        if self._stories_due():
             self._stories(regrouped.incidents)
+
+    def _stories_due(self) -> bool:
+        """Stories come after the review: not in the watcher (its review runs beside it), not when the
+        review's breaker opened, nor while the budget left review prompts waiting."""
+        m = self.metrics
+        return (self.engine is not None and self.options.commit_every_windows is not None
+                and not m.breaker_open and not m.reviews_pending)
 
     def _stories(self, incidents) -> None:
         from logwarden.app.incidents.story import StoryWriter
@@ -592,7 +600,8 @@ class Pipeline:
         budget = default_budget(self.options.llm_budget, self.engine)
         spent = (self.metrics.generation_s, self.metrics.prompt_tokens + self.metrics.new_tokens)
         writer = StoryWriter(self.store, self.engine, budget=budget, spent=spent,
-                             max_new_tokens=self.options.max_new_tokens, cancelled=self._cancel)
+                             max_new_tokens=self.options.max_new_tokens, cancelled=self._cancel,
+                             progress=self.progress)
         stats = writer.write(incidents, limit=self.options.incidents.stories)
         self.metrics.stories += stats.written
         self.metrics.story_invented_ids += stats.invented

@@ -238,3 +238,10 @@ def review_incident(url: str, incident_id: str, *, status: str, owner: str | Non
     _writable()
     store_for(url).incidents.review(incident_id, status=status, owner=owner or None, note=note or None,
                                     reviewer=reviewer or None)
+
+
+def incident_of(url: str, record_id: str):
+    """The incident a record belongs to, or None."""
+    store = store_for(url)
+    found = store.incidents.of_records([record_id]).get(record_id)
+    return store.incidents.get(found) if found else None

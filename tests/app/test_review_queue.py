@@ -31,6 +31,9 @@ class Crash(BaseException):
     """What a kill looks like to the pipeline: nothing after it runs (not an engine fault it handles)."""
 
 
+INCIDENT_LEAD = "Untrusted incident records"
+
+
 class FakeEngine:
     """Answers "nothing abnormal", or what `answer(user_prompt)` says; counts tokens like a model would."""
 
@@ -39,12 +42,16 @@ class FakeEngine:
     def __init__(self, answer=None, crash_on_call: int | None = None):
         self.answer = answer or (lambda _user: NOTHING)
         self.calls: list[list[str]] = []
+        self.story_calls: list[list[str]] = []
         self.crash_on_call = crash_on_call
 
     def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
         if self.crash_on_call is not None and len(self.calls) == self.crash_on_call:
             raise Crash()
-        self.calls.append([r.user for r in requests])
+        if all(r.user.startswith(INCIDENT_LEAD) for r in requests):  # incident stories: not the review's prompts
+            self.story_calls.append([r.user for r in requests])
+        else:
+            self.calls.append([r.user for r in requests])
         return [Generation(text=self.answer(r.user), stats=GenStats(prompt_tokens=len(r.user) // 4, new_tokens=10,
                                                                      batch_size=len(requests)), finished=True)
                 for r in requests]

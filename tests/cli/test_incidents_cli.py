@@ -90,3 +90,9 @@ def test_every_incidents_command_has_help():
     for command in ("list", "show", "review", "group"):
         result = run("incidents", command, "--help")
         assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_records_show_names_the_records_incident(db):
+    top = json.loads(run("incidents", "list", "--json", "--db", db).stdout)[0]
+    shown = run("records", "show", top["record_ids"][0][:12], "--db", db)
+    assert shown.exit_code == 0 and f"incident: {top['id']} {top['title']}" in shown.stdout

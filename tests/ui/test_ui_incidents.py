@@ -61,3 +61,10 @@ def test_hostile_record_text_in_an_incident_never_becomes_markup(ui):
         assert not m.proto.allow_html
         for raw in (XSS_SCRIPT, XSS_IMG, XSS_LINK, XSS_URL, "](javascript"):
             assert raw not in m.value, m.value
+
+
+def test_the_record_page_links_to_its_incident(ui):
+    store, open_page = ui
+    incident = store.incidents.query()[0]
+    at = open_page("record", id=incident.record_ids[0][:12])
+    assert any(f"(incident?id={incident.id})" in m.value for m in at.markdown)

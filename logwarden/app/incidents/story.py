@@ -14,10 +14,11 @@ or of terminals and pages.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.config import declared
@@ -31,6 +32,8 @@ from logwarden.schemas import risk_rank
 from logwarden.schemas.incident import Incident, IncidentStory, story_json_schema
 from logwarden.schemas.record import RiskRecord
 
+log = logging.getLogger(__name__)
+
 RECORDS_SHOWN = 12  # the riskiest records of a big incident; the prompt stays a few hundred tokens
 ANOMALY_CHARS = 160
 VALUES_SHOWN = 4
@@ -42,6 +45,7 @@ STORY_MIN_RISK = "medium"
 class StoryStats:
     written: int = 0
     rejected: int = 0  # answers citing an id not the incident's, or unparsable
+    failed: int = 0  # asked, but the engine failed
     invented: int = 0
     ungrounded: int = 0
     prompt_tokens: int = 0
@@ -120,8 +124,9 @@ class StoryWriter:
     """Writes the stories of incidents that need one, riskiest first, while the budget lasts."""
 
     def __init__(self, store: Store, engine: Engine, *, budget: Budget, spent: tuple[float, int] = (0.0, 0),
-                 max_new_tokens: int = declared("max_new_tokens"), cancelled: threading.Event | None = None):
-        self.store, self.engine, self.budget = store, engine, budget
+                 max_new_tokens: int = declared("max_new_tokens"), cancelled: threading.Event | None = None,
+                 progress: Callable[[str, int], None] = lambda _name, _n: None):
+        self.store, self.engine, self.budget, self.progress = store, engine, budget, progress
         self.spent_s, self.spent_tokens = spent
         self.max_new_tokens = max_new_tokens  # the schema's bounds keep a story within the default 320
         self.cancelled = cancelled or threading.Event()
@@ -133,25 +138,35 @@ class StoryWriter:
         for start in range(0, len(todo), BATCH):
             if self.cancelled.is_set() or not self.budget.left(self.spent_s, self.spent_tokens):
                 break
-            self._batch(todo[start:start + BATCH], stats)
+            if not self._batch(todo[start:start + BATCH], stats):
+                break
         return stats
 
-    def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> None:
+    def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> bool:
+        """Ask for a batch of stories; False when the engine failed (no more are asked this run)."""
         prepared = [(i, *story_request(self.store.incidents.members(i.id))) for i in incidents]
         started = time.perf_counter()
-        answers = self.engine.generate([p[1] for p in prepared], max_new_tokens=self.max_new_tokens)
+        try:
+            answers = self.engine.generate([p[1] for p in prepared], max_new_tokens=self.max_new_tokens)
+        except Exception as exc:  # noqa: BLE001 - any engine failure: the titles stay deterministic
+            log.warning("the model wrote no incident story: %s", exc)
+            stats.failed += len(prepared)
+            return False
         elapsed = time.perf_counter() - started
         self.spent_s += elapsed
         stats.generation_s += elapsed
         for (incident, _, digest, _), answer in zip(prepared, answers):
             stats.prompt_tokens += answer.stats.prompt_tokens
             stats.new_tokens += answer.stats.new_tokens
+            self.progress("prompt_tokens", answer.stats.prompt_tokens)
+            self.progress("new_tokens", answer.stats.new_tokens)
             self.spent_tokens += answer.stats.prompt_tokens + answer.stats.new_tokens
             checked = None if answer.error else check_story(incident, answer.text, digest, stats)
             if checked is not None:
                 checked.model = str(self.model) if self.model else None
                 self.store.incidents.set_story(checked)
                 stats.written += 1
+        return True
 
 
 def needing_story(incidents: Sequence[Incident]) -> list[Incident]:

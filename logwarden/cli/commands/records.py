@@ -141,6 +141,7 @@ def _print_record(r: RiskRecord, store) -> None:
     echo(f"{r.id}  [{r.risk_level.upper()}] {r.category} ({r.decided_by})  status: {r.status}")
     echo(f"source: {r.source} lines {r.line_start}-{r.line_end} ({r.line_count})  host: {r.host or '-'}")
     echo(f"time: {r.first_ts or '-'} .. {r.last_ts or '-'}")
+    _print_incident_of(r, store)
     for label, text in (("anomaly", r.anomaly), ("trace", r.trace), ("recommendation", r.recommendation)):
         echo(f"{label}: {text}")
     if r.techniques:
@@ -153,6 +154,13 @@ def _print_record(r: RiskRecord, store) -> None:
     _print_evidence(r, store)
     if r.analyst_note:
         echo(f"note: {r.analyst_note}")
+
+
+def _print_incident_of(r: RiskRecord, store) -> None:
+    found = store.incidents.of_records([r.id]).get(r.id)
+    incident = store.incidents.get(found) if found else None
+    if incident is not None:
+        _echo_shown(f"incident: {incident.id} {incident.title} (`logwarden incidents show {incident.id}`)")
 
 
 def _print_evidence(r: RiskRecord, store) -> None:

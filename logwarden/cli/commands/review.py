@@ -45,6 +45,7 @@ def review(pending, llm_budget, db_url, as_json, **engine_kw):
     from logwarden.app.review import ReviewItem
 
     pipeline.review([ReviewItem.from_json(item) for item in store.pending_reviews()])
+    pipeline.group()  # the incidents around the reviewed records, and their stories
     metrics = pipeline.finish()
     left = store.count_reviews()
     _report({"reviewed": waiting - left, "awaiting_review": left, "model_calls": metrics.llm_calls,

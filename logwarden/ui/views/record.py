@@ -39,6 +39,7 @@ def render() -> None:
         st.error(f"No record with id {escape_markdown(record_id, one_line=True)}. Copy an id from the Records page.")
         return
     _header(record)
+    _incident(url, record)
     _assessment(record)
     _evidence(record)
     _indicators_and_techniques(record)
@@ -64,6 +65,13 @@ def _header(r: RiskRecord) -> None:
     c4.metric("Decided by", r.decided_by)
     st.caption(escape_markdown(f"{r.source} · lines {r.line_start}–{r.line_end} ({r.line_count}) · "
                                f"{r.first_ts} → {r.last_ts} · host {r.host or '-'} · id {r.id}", one_line=True))
+
+
+def _incident(url: str, r: RiskRecord) -> None:
+    incident = data.incident_of(url, r.id)
+    if incident is not None:
+        st.markdown(f"Part of incident [{escape_markdown(incident.title, one_line=True)}](incident?id={incident.id}) "
+                    f"· {len(incident.record_ids)} records · {incident.risk_level}")
 
 
 def _assessment(r: RiskRecord) -> None:
