@@ -105,17 +105,26 @@ def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: Stor
     checked = incident.model_copy(deep=True)
     checked.title = title.text or incident.title
     checked.summary, checked.stages = summary.text, list(dict.fromkeys(story.stages))
-    checked.next_steps = list(dict.fromkeys(s.text for s in steps if s.text))
+    checked.next_steps = list(dict.fromkeys(s.text for s in steps if len(s.text.split()) >= MIN_STEP_WORDS))
     checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"
     return checked
 
 
 def _unfilled(text: str) -> str:
-    """Without the sentences that echo the prompt's frame ("between the markers", a shape word such as HOST)."""
-    return " ".join(c for c in _SENTENCE.split(text.strip()) if not _PLACEHOLDER.search(c))
+    """Without the sentences that echo the prompt's frame ("between the markers", a shape word such as HOST),
+    repeat an earlier one, or were cut off by the length bound (no closing punctuation)."""
+    kept: list[str] = []
+    sentences = _SENTENCE.split(text.strip())
+    for i, sentence in enumerate(sentences):
+        cut = i == len(sentences) - 1 and len(sentences) > 1 and not sentence.rstrip().endswith(_ENDS)
+        if sentence and not _PLACEHOLDER.search(sentence) and sentence not in kept and not cut:
+            kept.append(sentence)
+    return " ".join(kept)
 
 
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
+_ENDS = (".", "!", "?", ")")
+MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 # words of the prompt's frame a small model may echo instead of writing a story
 _PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b|(?i:between the markers|kill-chain)")
 

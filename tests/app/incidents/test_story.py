@@ -154,3 +154,14 @@ def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_pat
     [incident] = store.incidents.query()
     assert metrics.incidents == 1 and metrics.stories == 0 and engine.requests == []
     assert incident.story_by == "rules" and incident.title == "brute force on web01 (3 records)"
+
+
+def test_cut_off_repeated_and_one_word_parts_are_dropped(tmp_path):
+    store, incident = stored_incident(tmp_path)
+    repeated = f"Address {ATTACKER} guessed root's password on web01."
+    engine = ScriptedEngine(lambda ids: story(ids, summary=f"{repeated} {repeated} It then logged in as root. The Mal",
+                                              next_steps=["analyze", f"Block {ATTACKER}.", f"Block {ATTACKER}."]))
+    StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stored = store.incidents.get(incident.id)
+    assert stored.summary == f"{repeated} It then logged in as root."
+    assert stored.next_steps == [f"Block {ATTACKER}."]
