@@ -98,7 +98,7 @@ def _regroup(store: Store, options: IncidentOptions, around: Span | None) -> Reg
     for incident in incidents:
         _carry_over(incident, old)
     removed = sorted(set(old) - {i.id for i in incidents})
-    store.incidents.replace(removed=sorted(old), incidents=incidents)
+    store.incidents.replace(old=sorted(old), incidents=incidents)
     return Regrouped(incidents, removed)
 
 

@@ -123,14 +123,14 @@ class IncidentStore:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def replace(self, *, removed: Sequence[str], incidents: Sequence[Incident]) -> None:
-        """In one transaction: drop the incidents `removed` and write `incidents` (with their members)."""
+    def replace(self, *, old: Sequence[str], incidents: Sequence[Incident]) -> None:
+        """In one transaction: drop the incidents `old` (their regrouping's input) and write `incidents`
+        (its output, with their members)."""
         now = utc_now()
         with self._write() as conn:
-            for start in range(0, len(removed), CHUNK):
-                conn.execute(delete(IncidentRow).where(IncidentRow.id.in_(removed[start:start + CHUNK])))
-                conn.execute(delete(IncidentMember).where(
-                    IncidentMember.incident_id.in_(removed[start:start + CHUNK])))
+            for start in range(0, len(old), CHUNK):
+                conn.execute(delete(IncidentRow).where(IncidentRow.id.in_(old[start:start + CHUNK])))
+                conn.execute(delete(IncidentMember).where(IncidentMember.incident_id.in_(old[start:start + CHUNK])))
             for incident in incidents:
                 _write_one(conn, incident, now)
 
