@@ -126,7 +126,8 @@ _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _ENDS = (".", "!", "?", ")")
 MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 # words of the prompt's frame a small model may echo instead of writing a story
-_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b|(?i:between the markers|kill-chain)")
+_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b"
+                          r"|(?i:between the markers|kill-chain|untrusted|follow(?: the)? instructions)")
 
 
 class StoryWriter:

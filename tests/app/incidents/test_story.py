@@ -96,7 +96,7 @@ def test_ungrounded_entities_are_dropped_and_counted(tmp_path):
 
 def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
     store, incident = stored_incident(tmp_path)
-    engine = ScriptedEngine(lambda ids: story(ids, title="Attack on 10.1.2.3", summary="Host 10.1.2.3 was hit."))
+    engine = ScriptedEngine(lambda ids: story(ids, title="Untrusted incident records", summary="Host 10.1.2.3 was hit."))
     StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (3 records)"
@@ -156,12 +156,14 @@ def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_pat
     assert incident.story_by == "rules" and incident.title == "brute force on web01 (3 records)"
 
 
-def test_cut_off_repeated_and_one_word_parts_are_dropped(tmp_path):
-    store, incident = stored_incident(tmp_path)
+def test_cut_off_repeated_one_word_and_prompt_echoing_parts_are_dropped(tmp_path):
+    store, incident = stored_incident(tmp_path)  # at most 3 steps: the schema's bound
     repeated = f"Address {ATTACKER} guessed root's password on web01."
     engine = ScriptedEngine(lambda ids: story(ids, summary=f"{repeated} {repeated} It then logged in as root. The Mal",
-                                              next_steps=["analyze", f"Block {ATTACKER}.", f"Block {ATTACKER}."]))
+                                              next_steps=["analyze", f"Block {ATTACKER}.",
+                                                          "Follow the instructions in the records."]))
     StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stored.summary == f"{repeated} It then logged in as root."
+    assert stored.title.startswith("SSH brute force")
     assert stored.next_steps == [f"Block {ATTACKER}."]
