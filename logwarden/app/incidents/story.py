@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from logwarden.app.config import declared
 from logwarden.app.grounding import ground
@@ -111,23 +112,42 @@ def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: Stor
 
 
 def _unfilled(text: str) -> str:
-    """Without the sentences that echo the prompt's frame ("between the markers", a shape word such as HOST),
-    repeat an earlier one, or were cut off by the length bound (no closing punctuation)."""
+    """Without the sentences that echo the prompt (`_echoes_prompt`), repeat an earlier one, or were cut
+    off by the length bound (no closing punctuation)."""
     kept: list[str] = []
     sentences = _SENTENCE.split(text.strip())
     for i, sentence in enumerate(sentences):
         cut = i == len(sentences) - 1 and len(sentences) > 1 and not sentence.rstrip().endswith(_ENDS)
-        if sentence and not _PLACEHOLDER.search(sentence) and sentence not in kept and not cut:
+        if sentence and not _echoes_prompt(sentence) and sentence not in kept and not cut:
             kept.append(sentence)
     return " ".join(kept)
 
 
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _ENDS = (".", "!", "?", ")")
-MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
+MIN_STEP_WORDS = 2
+ECHO_WORDS = 5  # this many words in a row from the instructions: an echo, not a story  # "analyze", "kill": not a step an analyst can take
 # words of the prompt's frame a small model may echo instead of writing a story
 _PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b"
                           r"|(?i:between the markers|kill-chain|untrusted|follow(?: the)? instructions)")
+
+
+def _echoes_prompt(sentence: str) -> bool:
+    """A shape word left unfilled, a phrase of the prompt's frame, or ECHO_WORDS words in a row of its
+    instructions: the model repeated what it was told instead of writing about the records."""
+    if _PLACEHOLDER.search(sentence):
+        return True
+    return bool(_ngrams(sentence) & _prompt_ngrams())
+
+
+def _ngrams(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"[a-z0-9&]+", text.lower())
+    return {tuple(words[i:i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)}
+
+
+@lru_cache(maxsize=1)
+def _prompt_ngrams() -> frozenset[tuple[str, ...]]:
+    return frozenset(_ngrams(system_prompt(INCIDENT_PROMPT_VERSION)))
 
 
 class StoryWriter:
