@@ -45,7 +45,7 @@ STORY_MIN_RISK = "medium"
 @dataclass(slots=True)
 class StoryStats:
     written: int = 0
-    rejected: int = 0  # answers citing an id not the incident's, or unparsable
+    rejected: int = 0  # unparsable, citing an id not the incident's, or nothing grounded left
     failed: int = 0  # asked, but the engine failed
     invented: int = 0
     ungrounded: int = 0
@@ -93,7 +93,9 @@ def check_story(incident: Incident, answer_text: str, digest: str, stats: StoryS
         stats.invented += len(invented)
         stats.rejected += 1
         return None
-    return _grounded(incident, story, digest, stats)
+    checked = _grounded(incident, story, digest, stats)
+    stats.rejected += checked is None
+    return checked
 
 
 def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: StoryStats) -> Incident | None:

@@ -97,9 +97,10 @@ def test_ungrounded_entities_are_dropped_and_counted(tmp_path):
 def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
     store, incident = stored_incident(tmp_path)
     engine = ScriptedEngine(lambda ids: story(ids, title="Untrusted incident records", summary="Host 10.1.2.3 was hit."))
-    StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
+    stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (3 records)"
+    assert stats.rejected == 1 and stats.written == 0
 
 
 def test_a_spent_budget_writes_no_story(tmp_path):
