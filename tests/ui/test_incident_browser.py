@@ -86,14 +86,16 @@ def test_the_incident_page_shows_story_timeline_tactics_and_links_records(server
     members = store.incidents.members(incident.id)
     page.goto(f"{base}/incident?id={incident.id}")
     settle(page)
-    assert page.get_by_text(incident.title, exact=True).first.is_visible()
-    assert page.get_by_text(incident.summary.split(". ")[0], exact=False).first.is_visible()
-    assert page.locator("[data-testid='stVegaLiteChart']").first.is_visible()  # the timeline chart
+    page.get_by_text(incident.title, exact=True).first.wait_for(state="visible")  # waits for a condition
+    page.get_by_text(incident.summary.split(". ")[0], exact=False).first.wait_for(state="visible")
+    page.locator("[data-testid='stVegaLiteChart']").first.wait_for(state="visible")  # the timeline chart renders
     for host in incident.hosts:  # a timeline section per host
-        assert page.get_by_text(host, exact=True).first.is_visible()
+        page.get_by_text(host, exact=True).first.wait_for(state="visible")
+    page.locator(".lw-tactic[data-lit='true']").first.wait_for(state="visible")
     lit = page.locator(".lw-tactic[data-lit='true']").all_inner_texts()
     assert lit and set(lit) <= set(incident.tactics)
     links = page.locator("a[href*='record?id=']")
+    links.nth(len(members) - 1).wait_for(state="attached")
     assert links.count() == len(members)
     page.set_viewport_size({"width": 1400, "height": 2200})  # the page scrolls inside Streamlit's container
     settle(page)
@@ -103,8 +105,8 @@ def test_the_incident_page_shows_story_timeline_tactics_and_links_records(server
     href = page.locator(f"a[href*='record?id={first.id[:12]}']").first.get_attribute("href")
     page.goto(href if href.startswith("http") else f"{base}/{href.lstrip('/')}")
     settle(page)
-    assert page.get_by_role("heading", name="Record detail").first.is_visible()
-    assert page.get_by_text(first.id, exact=False).first.is_visible()
+    page.get_by_role("heading", name="Record detail").first.wait_for(state="visible")
+    page.get_by_text(first.id, exact=False).first.wait_for(state="visible")
     assert outside_requests(page, base) == []
 
 
@@ -112,5 +114,5 @@ def test_the_incidents_list_links_to_the_incident_page(server, page):
     base, _, _, incident = server
     page.goto(f"{base}/incidents")
     settle(page)
-    assert page.get_by_role("heading", name="Incidents").first.is_visible()
-    assert page.locator("[data-testid='stDataFrame']").first.is_visible()
+    page.get_by_role("heading", name="Incidents").first.wait_for(state="visible")
+    page.locator("[data-testid='stDataFrame']").first.wait_for(state="visible")
