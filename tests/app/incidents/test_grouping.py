@@ -88,3 +88,12 @@ def test_records_without_a_time_stay_alone():
     timeless = make_record(line_start=7, line_end=7, first_ts=None, last_ts=None)
     timed = rec(1, 0, host="bastion-1", ips=["203.0.113.7"])
     assert sets(group_records([timeless, timed], POLICY)) == sorted([[timeless.id], [timed.id]])
+
+
+def test_a_busy_host_such_as_a_domain_controller_links_nothing_its_attackers_still_do():
+    """45 records on one DC within minutes of each other (more than the cap of 5 here), from attackers
+    two records each: the host is busy, so each attacker's pair is its own incident."""
+    records = [rec(i + 1, i, host="dc01.corp.example.com", ips=[f"198.51.100.{i // 2}"]) for i in range(45)]
+    groups = group_records(records, POLICY)
+    assert sorted(len(g.record_ids) for g in groups) == [1] + [2] * 22
+    assert all("host=dc01" in g.busy and "host=dc01" not in g.pivots for g in groups)
