@@ -151,6 +151,36 @@ def summary(incidents, members, per_recording, purities, benign_high, unlabelled
     }
 
 
+def synthetic(n: int, folder: Path) -> dict:
+    """Regrouping time for a store of `n` synthetic records (200 hosts, 2,000 addresses, one day)."""
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from logwarden.app.incidents import IncidentOptions, regroup
+    from logwarden.schemas import Indicators, RiskRecord, record_id
+
+    rng, start = random.Random(7), datetime(2026, 1, 1, tzinfo=timezone.utc)
+    records = []
+    for i in range(n):
+        ts = start + timedelta(seconds=rng.randrange(86_400))
+        records.append(RiskRecord(
+            id=record_id(source="/s", inode=1, line_start=i + 1, line_end=i + 1, prompt_version="bench"),
+            source="/s", host=f"h{rng.randrange(200)}", line_start=i + 1, line_end=i + 1, first_ts=ts, last_ts=ts,
+            line_count=1, risk_level="medium", risk_score=55, category="brute_force", anomaly="a", trace="t",
+            recommendation="r", decided_by="rules", prompt_version="bench",
+            indicators=Indicators(ips=[f"10.{rng.randrange(8)}.{rng.randrange(250)}.1"], users=[f"u{rng.randrange(500)}"])))
+    store = open_store(f"sqlite:///{folder}/synthetic.db")
+    store.upsert_records(records)
+    started = time.perf_counter()
+    first = regroup(store, IncidentOptions())
+    took = time.perf_counter() - started
+    started = time.perf_counter()
+    regroup(store, IncidentOptions())
+    again = time.perf_counter() - started
+    store.close()
+    return {"records": n, "incidents": len(first.incidents), "regroup_s": round(took, 1), "again_s": round(again, 1)}
+
+
 def corpora(realdata: Path, sample_logs: Path) -> list[tuple[str, list[Path], Path, dict]]:
     labels = realdata / "labels.jsonl"
     samples = sorted(p for p in sample_logs.iterdir() if p.is_file() and p.suffix != ".md"
@@ -172,6 +202,7 @@ def main() -> None:
     parser.add_argument("--stories", type=int, default=0, help="incidents per corpus the model writes a story for")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep the stores in this folder")
+    parser.add_argument("--synthetic", type=int, default=0, help="also time a whole-store regrouping of N records")
     args = parser.parse_args()
     report = {}
     with tempfile.TemporaryDirectory(prefix="lw-incidents-") as scratch:
@@ -186,6 +217,8 @@ def main() -> None:
             analyse(paths, db)
             story = stories(db, args.stories, args.threads) if args.stories and name in STORY_CORPORA else None
             report[name] = score(db, name, root, units) | ({"stories": story} if story else {})
+        if args.synthetic:
+            report["synthetic"] = synthetic(args.synthetic, folder)
     print(json.dumps(report, indent=1, default=str))
 
 
