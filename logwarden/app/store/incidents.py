@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Text, cast, delete, insert, select, text, update
+from sqlalchemy import Connection, Text, cast, delete, func, insert, select, text, update
 
 from logwarden.app.store.convert import row_to_record, utc_now
 from logwarden.app.store.tables import IncidentMember, IncidentReview, IncidentRow, Record
@@ -202,5 +202,5 @@ def _where(f: IncidentFilter) -> list[Any]:
     if f.since is not None:
         clauses.append(IncidentRow.last_ts >= f.since)
     if f.host:
-        clauses.append(cast(IncidentRow.hosts, Text).ilike(f"%{f.host}%"))
+        clauses.append(func.lower(cast(IncidentRow.hosts, Text)).contains(f.host.lower(), autoescape=True))
     return clauses
