@@ -82,13 +82,14 @@ SUSPICIOUS_WORDS = ("fail", "denied", "invalid", "error", "refused", "unauthori"
 # signals: those and windows where a rule fired; suspicious: those and quiet windows with alarming
 # words or in a 1-in-20 sample; all: every window — the last three show rare lines too.
 LLM_POLICIES = ("deviations", "signals", "suspicious", "all")
+DEFAULT_LLM_POLICY = LLM_POLICIES[0]
 SAMPLE_EVERY = 20  # "suspicious" policy: also ~1 in 20 quiet windows (deterministic by source and line)
 
 
 @dataclass(slots=True)
 class RunOptions:
     rules_only: bool = False
-    llm_policy: str = "deviations"
+    llm_policy: str = DEFAULT_LLM_POLICY
     llm_budget: str = declared("llm_budget")  # auto | unlimited | 90s | 5m | 20000tok (app/review.Budget)
     max_batch: int = declared("max_batch")
     max_new_tokens: int = declared("max_new_tokens")
