@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""What the model is asked to read: prompt tokens per 1,000 log lines on realdata's held-out side (and
-sample_logs), counted with the embedded GGUF's own tokenizer, no generation. In one run: this tree's
+"""What the model is asked to read: prompt tokens per 1,000 log lines on realdata's held-out side, counted with the embedded GGUF's own tokenizer, no generation. In one run: this tree's
 targeted review (`--llm-policy deviations`, the default) against this tree's broad policy
 (`suspicious`, the old default: every window with a rule hit or an alarming word, its rare lines).
 
 Runs against any logwarden tree (its policies, its pipeline), so the tree before this change is
 measured with the same command:
 
-    PYTHONPATH=. python -P bench/review_tokens.py [--heldout] [--sample] [--json out.json]
+    PYTHONPATH=. python -P bench/review_tokens.py [--policies suspicious,deviations] [--json out.json]
     git worktree add /tmp/before b84a1d1 && PYTHONPATH=/tmp/before python -P bench/review_tokens.py --policies suspicious
 """
 
@@ -60,9 +59,9 @@ def main() -> int:
         print(f"held-out, {row['policy']:<11} {row['prompts']:>6,} prompts {row['user_tokens']:>10,} prompt tokens "
               f"{row['user_tokens_per_1000_lines']:>8} per 1,000 lines ({row['lines']:,} lines, {row['seconds']} s)")
     if len(result["heldout"]) == 2 and result["heldout"][1]["user_tokens"]:
-        ratio = result["heldout"][0]["user_tokens"] / result["heldout"][1]["user_tokens"]
+        ratio = result["heldout"][1]["user_tokens"] / result["heldout"][0]["user_tokens"]
         result["ratio"] = round(ratio, 2)
-        print(f"{result['heldout'][1]['policy']} reads {ratio:.1f}x fewer prompt tokens than {result['heldout'][0]['policy']}")
+        print(f"{result['heldout'][1]['policy']} reads {ratio:.2f}x the prompt tokens of {result['heldout'][0]['policy']}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

@@ -83,13 +83,21 @@ SUSPICIOUS_WORDS = ("fail", "denied", "invalid", "error", "refused", "unauthori"
 # signals: those and windows where a rule fired; suspicious: those and quiet windows with alarming
 # words or in a 1-in-20 sample; all: every window — the last three show rare lines too.
 LLM_POLICIES = ("deviations", "signals", "suspicious", "all")
+DEFAULT_LLM_POLICY = LLM_POLICIES[0]
 SAMPLE_EVERY = 20  # "suspicious" policy: also ~1 in 20 quiet windows (deterministic by source and line)
+
+
+def unexplained(signals: Sequence[Signal]) -> list[Signal]:
+    """The rules' signals and the baseline deviations no rule explains (none of their lines is a rule's):
+    a request a rule already named SQL injection needs no judgement of its renamed parameter too."""
+    ruled = {n for s in signals if not s.rule_id.startswith(BASELINE_RULES) for n in s.line_numbers}
+    return [s for s in signals if not s.rule_id.startswith(BASELINE_RULES) or ruled.isdisjoint(s.line_numbers)]
 
 
 @dataclass(slots=True)
 class RunOptions:
     rules_only: bool = False
-    llm_policy: str = "deviations"
+    llm_policy: str = DEFAULT_LLM_POLICY
     llm_budget: str = declared("llm_budget")  # auto | unlimited | 90s | 5m | 20000tok (app/review.Budget)
     max_batch: int = declared("max_batch")
     max_new_tokens: int = declared("max_new_tokens")
@@ -433,10 +441,11 @@ class Pipeline:
         if self.engine is None:  # rules only: no model reads a digest, so none is built
             return
         focus = self.options.llm_policy == "deviations"
-        if focus and not any(s.rule_id.startswith(BASELINE_RULES) for s in signals):
+        shown = unexplained(signals) if focus else signals
+        if focus and not any(s.rule_id.startswith(BASELINE_RULES) for s in shown):
             self.metrics.windows_skipped_by_policy += 1
             return
-        digest = build_digest(window, miner, signals, focus=focus)
+        digest = build_digest(window, miner, shown, focus=focus)
         self.metrics.rare_lines += len(digest.rare)
         if not focus and not self._wants_llm(window, signals, digest.render()):
             return

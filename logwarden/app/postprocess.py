@@ -172,10 +172,38 @@ def parse_assessment(text: str) -> LLMAssessment:
         raise AssessmentError(f"model output is not a valid LLMAssessment: {exc}") from None
 
 
+CUT_NOTE = "(the model's answer was cut at its token budget; the findings it wrote whole are kept)"
+
+
+def complete_findings(text: str) -> LLMAssessment | None:
+    """The findings a grammar-bound answer wrote whole before its token budget ran out (the answer is
+    a prefix of valid JSON: `{"findings": [{…}, {…}, {…` ), or None when not one was finished."""
+    start = text.find("[")
+    if not text.lstrip().startswith('{"findings"') or start < 0:
+        return None
+    decoder, findings, at = json.JSONDecoder(), [], start + 1
+    while True:
+        at = len(text) - len(text[at:].lstrip(", \n"))
+        try:
+            finding, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            break
+        findings.append(finding)
+    while findings:  # an empty list is no verdict: "nothing abnormal" needs the reason the cut took
+        try:
+            return LLMAssessment.model_validate(clean_value({"findings": findings, "recommendation": CUT_NOTE}))
+        except ValidationError:
+            findings = findings[:-1]
+    return None
+
+
 def result_of(generation, *, digest: str = "", lines_of: dict[str, list[int]] | None = None) -> LLMResult:
     """An engine `Generation` → `LLMResult`: validated assessment, or the reason there is none."""
     stats = generation.stats.as_dict()
     context = dict(digest=digest, lines_of=lines_of or {})
+    if not generation.error and not generation.finished and (kept := complete_findings(generation.text)):
+        stats["cut_at_budget"] = True  # the findings written whole are kept; the rest of the answer is not
+        return LLMResult(assessment=kept, raw_output=generation.text, stats=stats, **context)
     if generation.error or not generation.finished:
         return LLMResult(assessment=None, raw_output=generation.text, stats=stats, **context,
                          error=generation.error or "model output did not finish within the token budget")

@@ -17,6 +17,7 @@ from logwarden.app.postprocess import (
     build_records,
     group_signals,
     parse_assessment,
+    result_of,
 )
 from logwarden.schemas import LLMAssessment
 
@@ -258,3 +259,30 @@ def test_pinning_reads_windows_paths_in_json_and_long_values_cut_by_the_digest()
     assert pinned_lines([1, 2], folded, cut) == [1]
     vocabulary = Grounded(text="", entities=["Manipulation", "4732"])  # no line holds it: nothing to pin by
     assert pinned_lines([1, 2], folded, vocabulary) == [1, 2]
+
+
+# ---- an answer cut at its token budget --------------------------------------------------------------
+
+_FINDING = ('{"evidence": ["L3", "L4"], "anomaly": "SQL injection in id (2 requests)", "category": "web_attack", '
+            '"techniques": ["T1190"], "risk_level": "high"}')
+
+
+def _cut(text: str):
+    from logwarden.engine.api import GenStats, Generation
+
+    return result_of(Generation(text=text, stats=GenStats(), finished=False), lines_of={"L3": [3], "L4": [4]})
+
+
+def test_a_cut_answer_keeps_the_findings_it_wrote_whole():
+    result = _cut('{"findings": [' + _FINDING + ", " + _FINDING[:40])
+    assert result.error is None and result.stats["cut_at_budget"] is True
+    assert [f.category for f in result.assessment.findings] == ["web_attack"]
+    assert "cut at its token budget" in result.assessment.recommendation
+    whole = _cut('{"findings": [' + _FINDING + ", " + _FINDING + '], "recommendation": "Block the add')
+    assert len(whole.assessment.findings) == 2
+
+
+def test_a_cut_answer_without_a_whole_finding_is_a_failure():
+    for text in ('{"findings": [' + _FINDING[:50], '{"findings": [], "recommendation": "Ordinary tra', '{"find'):
+        result = _cut(text)
+        assert result.assessment is None and "token budget" in result.error

@@ -76,7 +76,7 @@ def access(ip: str, target: str) -> str:
 @pytest.fixture()
 def site(tmp_path: Path):
     """A store that learned a shop's normal traffic, and today's log: normal requests and several
-    clients each sending a renamed parameter (deviations), one of them with injected syntax."""
+    clients each sending a renamed parameter (deviations), one of them with an absurd quantity too."""
     rng = random.Random(1)
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     (tmp_path / "old").mkdir()
@@ -87,7 +87,8 @@ def site(tmp_path: Path):
     lines = [access(f"10.1.0.{i}", f"/shop/item.php?id={i}&qty=1") for i in range(40)]
     for i in range(6):  # six deviating clients, far apart (one window each when windows are 10 lines)
         lines[2 + i * 5] = access(f"198.51.100.{i}", f"/shop/item.php?id=3&qty=1&debug{i}=1")
-    lines[35] = access("198.51.100.99", "/shop/item.php?id=3&qty=1&sort=1%27%20OR%201%3D1--")
+    # two families agree (a new name, a quantity far out of range): medium, and no rule explains it
+    lines[35] = access("198.51.100.99", "/shop/item.php?id=3&qty=987654321&sort=1")
     (tmp_path / "today").mkdir()
     (tmp_path / "today" / "access.log").write_text("\n".join(lines) + "\n")
     return store, tmp_path / "today"
@@ -106,9 +107,9 @@ def test_only_windows_with_deviations_reach_the_model_and_the_riskiest_go_first(
     store, today = site
     engine = FakeEngine()
     metrics = run(store, engine, today, window_max_lines=10, max_batch=1)
-    assert metrics.deviations == 7 and metrics.windows_llm == metrics.prompts_queued == 4
+    assert len(deviation_records(store)) == 7 and metrics.windows_llm == metrics.prompts_queued == 4
     assert len(engine.calls) == 4 and all(len(call) == 1 for call in engine.calls)
-    assert "sort=" in engine.calls[0][0]  # the medium deviation (attack syntax) was asked first
+    assert "sort=" in engine.calls[0][0]  # the medium deviation (two families agree) was asked first
     assert all("lines:" in call[0] and "unlike this source's learned baseline" in call[0] for call in engine.calls)
 
 
@@ -207,3 +208,18 @@ def test_records_explain_streams_the_models_narrative(site, monkeypatch):
     result = CliRunner().invoke(main, ["records", "explain", record.id, "--db", str(store.engine.url)])
     assert result.exit_code == 0, result.output
     assert answer in result.stdout.replace("\n", "")
+
+
+def test_a_deviation_a_rule_already_explains_is_not_asked(site):
+    """A request a rule names (SQL injection) needs no judgement of its renamed parameter too: its
+    window, with no other deviation, never reaches the model; its records are stored all the same."""
+    store, today = site
+    log = today / "access.log"
+    lines = log.read_text().splitlines()
+    lines[35] = access("198.51.100.99", "/shop/item.php?id=3&qty=1&sort=1%27%20OR%201%3D1--")
+    log.write_text("\n".join(lines) + "\n")
+    engine = FakeEngine()
+    metrics = run(store, engine, today, window_max_lines=10, max_batch=1)
+    assert not any("sort=" in prompt for call in engine.calls for prompt in call)
+    assert metrics.prompts_queued == 3 and metrics.windows_skipped_by_policy == 1
+    assert any(r.risk_level == "high" for r in store.query_records(RecordFilter(), limit=1000))

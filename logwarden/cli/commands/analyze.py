@@ -15,7 +15,14 @@ from pathlib import Path
 import click
 
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import LLM_POLICIES, Pipeline, RunMetrics, RunOptions, throughput_options
+from logwarden.app.pipeline import (
+    DEFAULT_LLM_POLICY,
+    LLM_POLICIES,
+    Pipeline,
+    RunMetrics,
+    RunOptions,
+    throughput_options,
+)
 from logwarden.cli.common import (
     StopRequest,
     baseline_option,
@@ -41,7 +48,7 @@ from logwarden.errors import RunStopped
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--rules-only", is_flag=True, help="Deterministic detectors only; no model is loaded.")
-@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="deviations", show_default=True,
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default=DEFAULT_LLM_POLICY, show_default=True,
               help="What the model reviews: deviations = windows holding a baseline deviation, shown as the "
                    "deviations' own lines (rules' lines are summary rows); signals = those and windows a rule fired "
                    "on; suspicious = those and quiet windows with alarming words and a 1-in-20 sample; all = every "

@@ -25,7 +25,7 @@ from logwarden.app.evaluate import (
     load_labels,
     run_eval,
 )
-from logwarden.app.pipeline import LLM_POLICIES, RunOptions
+from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES, RunOptions
 from logwarden.cli.common import (
     baseline_option,
     engine_options,
@@ -44,7 +44,7 @@ from logwarden.cli.summary import print_detections
               help="JSONL of {file, line_start, line_end, category, risk_min, risk_max} units.")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rules-only", is_flag=True, help="Score the deterministic detectors alone; no model is loaded.")
-@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="suspicious", show_default=True,
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default=DEFAULT_LLM_POLICY, show_default=True,
               help="Which windows the model sees (as in analyze).")
 @click.option("--max-batch", type=int, default=None, help="Most prompts per model call (default: LOGWARDEN_MAX_BATCH, 8).")
 @click.option("--split", "split_path", type=click.Path(path_type=Path), default=None,

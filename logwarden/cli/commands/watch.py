@@ -7,7 +7,7 @@ import threading
 import click
 
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import LLM_POLICIES
+from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     db_option,
@@ -30,7 +30,7 @@ from logwarden.cli.terminal import shown
               help="Analyse as soon as a file has this many new lines (default 500).")
 @click.option("--from-start", is_flag=True, help="Read files that exist at start from their beginning (default: tail).")
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
-@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default="deviations", show_default=True,
+@click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default=DEFAULT_LLM_POLICY, show_default=True,
               help="What the model reviews (as in analyze); it reviews beside the watcher, never in its way.")
 @llm_budget_option
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
