@@ -268,7 +268,7 @@ _FINDING = ('{"evidence": ["L3", "L4"], "anomaly": "SQL injection in id (2 reque
 
 
 def _cut(text: str):
-    from logwarden.engine.api import GenStats, Generation
+    from logwarden.engine.api import Generation, GenStats
 
     return result_of(Generation(text=text, stats=GenStats(), finished=False), lines_of={"L3": [3], "L4": [4]})
 
