@@ -57,7 +57,7 @@ common=(--gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT")
 case "$stage" in
   train)
     python3 scripts/device_job.py "${common[@]}" --stage train --epochs 2 --rank 12 --batch 16 --lr 2e-4 \
-        --max-len 1024 "$@" > "$OUT/train.log" 2>&1 ;;
+        --max-len 1536 "$@" > "$OUT/train.log" 2>&1 ;;
   generate)
     python3 scripts/device_job.py "${common[@]}" --stage generate --configs base,adapter --max-batch 128 \
         --val-prompts 430 "$@" > "$OUT/generate.log" 2>&1 ;;

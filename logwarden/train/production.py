@@ -42,7 +42,7 @@ DISMISSAL = {
     "web-endpoint": "A page of this site asked for in a plain request, no attack in it: ordinary variety. No action needed.",
     "web-param": "Plain parameter names and values, no injected syntax: ordinary variety of this endpoint. No action needed.",
     "web-value": "A new but plain value (ordinary text, no injected syntax): ordinary variety. No action needed.",
-    "template": "A routine message of a new kind, no failure or attack in it: ordinary variety. No action needed.",
+    "template": "A routine message of a new kind for this program, nothing hostile in it: ordinary variety. No action needed.",
     "entity": "Routine first-seen activity (a plain job, service or logon), nothing hostile in it. No action needed.",
 }
 DISMISSAL_ANY = "The deviations are ordinary variety: plain new values and pages, nothing hostile. No action needed."
