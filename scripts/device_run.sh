@@ -36,7 +36,9 @@
 #      echo "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32  /root/m/q.gguf" | sha256sum -c -
 #
 # 4. Train (GGUF → bf16 ~50 s, then QLoRA: session 5, 5,994 prompts × 2 epochs = 12.1 M tokens in 281 s;
-#    325 s the call; max_len 1536 since dataset 6: a v3 prompt is ~1,250 tokens with its 650-token system prompt):
+#    325 s the call). A dataset-6 prompt is ~1,240 tokens with its 650-token system prompt, so 1024 cuts the start of
+#    the system prompt (as it did for dataset 4); `train --max-len 1536` keeps it, but on an H100 batch 16 × 1536
+#    ran out of memory and batch 8 × 1536 went NaN (EVAL.md, security-v3): on the H200 try 1024 × 16 first:
 #    run carry=[".mdl/data"]  timeout_s=600  command: bash scripts/device_run.sh train
 #
 # 5. Generate: base and base + adapter answer the ~1,500 prompts (sample_logs, realdata held-out, 300
@@ -61,7 +63,7 @@ common=(--gguf /root/m/q.gguf --work /root/m --data .mdl/data --out "$OUT")
 case "$stage" in
   train)
     python3 scripts/device_job.py "${common[@]}" --stage train --epochs 2 --rank 12 --batch 16 --lr 2e-4 \
-        --max-len 1536 "$@" > "$OUT/train.log" 2>&1 ;;
+        --max-len 1024 "$@" > "$OUT/train.log" 2>&1 ;;
   generate)
     python3 scripts/device_job.py "${common[@]}" --stage generate --configs base,adapter --max-batch 128 \
         --val-prompts 430 "$@" > "$OUT/generate.log" 2>&1 ;;
