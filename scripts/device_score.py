@@ -3,13 +3,17 @@
 Three sets, each scored for rules only, rules + base model and rules + base + adapter, the model
 runs replaying the answers generated for exactly these prompts (`ReplayEngine`):
 - sample_logs: `run_eval` as `logwarden eval` runs it (llm-policy suspicious, default prompts per window);
-- the realdata held-out side (data/realdata_split.json): `run_eval` with every window sent and as
-  many prompts as its rare lines need (how the prompts were recorded), per source too;
-- the generated validation split: each window rebuilt from its seed key, its prompts' replayed
-  answers merged with its signals by `postprocess.build_records`, the window scored as one unit
-  (attack: detected at min(truth, medium), right category; benign: false positive above low).
-Besides recall, category, top-risk category and FP rate, every model run reports its rare-line
-coverage and ungrounded-entity rate. Prints JSON, or with `--markdown` the tables for EVAL.md.
+- the realdata held-out side (data/realdata_split.json) as a site with a past: `run_eval` after the
+  baseline learned half of each source's benign units (`production.heldout_site`, as `logwarden eval
+  --history-share 0.5`), analyze's default llm-policy `deviations` (how the prompts were recorded),
+  per source too;
+- the generated validation split: each window judged again against the generated history
+  (`production.ScenarioJudge`), its prompts' replayed answers reviewed by the pipeline, the window
+  scored as one unit (attack: detected at min(truth, medium), right category; benign: false
+  positive above low).
+Besides recall, category, top-risk category and FP rate, every run reports the share of benign
+units flagged at any level, and every model run its prompts, prompt tokens per 1,000 lines,
+deviations dismissed and ungrounded-entity rate. Prints JSON, or with `--markdown` the tables for EVAL.md.
 
     python scripts/device_score.py --results DIR [--labels sample_logs/labels.jsonl] [--val .mdl/ds/val.jsonl] [--markdown]
 """
@@ -24,22 +28,18 @@ from pathlib import Path
 from logwarden.app.evaluate import (
     LabelledUnit,
     ScoredRecord,
-    filter_units,
     labelled_files,
     load_labels,
     run_eval,
     score,
 )
-from logwarden.app.postprocess import Provenance, assess_window, result_of
-from logwarden.engine.api import Generation, GenStats
-from logwarden.prompts import PROMPT_VERSION, user_prompt
 from logwarden.schemas import risk_rank
-from logwarden.train.dataset import examples_at
-from logwarden.train.realdata import load_split, realdata_dir, side_of
+from logwarden.train.production import heldout_site
+from logwarden.train.realdata import load_split
 from logwarden.train.replay import ReplayEngine
 
 CONFIGS = ("base", "adapter")
-METRIC_KEYS = ("llm_calls", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage",
+METRIC_KEYS = ("lines", "deviations", "deviations_dismissed", "prompt_tokens", "llm_calls", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage",
                "entities_named", "entities_ungrounded", "ungrounded_rate", "new_tokens")
 
 
@@ -57,12 +57,12 @@ def answers_of(results: Path, name: str) -> dict[str, dict]:
     return {row["user"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row}
 
 
-def _runs(units, folder: Path, files, results: Path, count, **eval_kw) -> dict:
-    runs = {"rules-only": run_eval(units, folder, files)}
+def _runs(units, folder: Path, files, results: Path, count, history=(), **eval_kw) -> dict:
+    runs = {"rules-only": run_eval(units, folder, files, history=history)}
     for name in CONFIGS:
         engine = ReplayEngine(answers_of(results, name), count, model_name="embedded",
                               adapter_name="adapter" if name == "adapter" else None)
-        runs[name] = run_eval(units, folder, files, engine=engine, name=name, **eval_kw)
+        runs[name] = run_eval(units, folder, files, engine=engine, name=name, history=history, **eval_kw)
     return {name: run.report.as_dict() | {"metrics": {k: run.metrics.get(k) for k in METRIC_KEYS}}
             for name, run in runs.items()}
 
@@ -73,50 +73,53 @@ def sample_logs(labels: Path, results: Path, count) -> dict:
 
 
 def heldout(results: Path, count, split: Path | None = None) -> dict:
-    folder = realdata_dir()
-    units = filter_units(load_labels(folder / "labels.jsonl"), side_of(load_split(split) if split else load_split()),
-                         "heldout")
-    return _runs(units, folder, labelled_files(units, folder), results, count, llm_policy="all",
+    """The held-out side as a site with a past (`production.heldout_site`), analyze's default policy."""
+    site = heldout_site(load_split(split) if split else load_split())
+    return _runs(site.units, site.folder, site.test, results, count, history=site.history, llm_policy="deviations",
                  max_prompts_per_window=None)
 
 
 def generated(val_path: Path, results: Path, count, limit: int) -> dict:
-    """Each validation window (its seed key) rebuilt, its prompts' answers replayed, scored as one unit."""
+    """Each validation window (its seed key) judged again against the generated history, its prompts'
+    answers replayed through the pipeline, the window scored as one unit (attack: detected at
+    min(truth, medium), right category; benign: false positive above low)."""
+    import random
+    import tempfile
+
+    from logwarden.train.production import ScenarioJudge
+    from logwarden.train.scenarios import draw
+
     rows = [json.loads(line) for line in val_path.read_text().splitlines() if line.strip()][:limit]
+    manifest = json.loads((val_path.parent / "manifest.json").read_text())
     windows = list(dict.fromkeys(row["meta"]["window"] for row in rows))
-    rebuilt = {key: examples_at(key, count) for key in windows}
     recorded = {row["user"] for row in rows}
-    out = {"windows": len(windows),
-           "prompts_changed_since_generation": sum(e.user not in recorded for ex, _ in rebuilt.values() for e in ex)}
-    answers = {name: answers_of(results, name) for name in CONFIGS}
-    for name in ("rules-only", *CONFIGS):
-        units, records, named, missing = [], [], 0, 0
-        for key, (_, rendered) in rebuilt.items():
-            unit, recs, outcome = _score_window(key, rendered, answers.get(name))
-            units.append(unit)
-            records += recs
-            named, missing = named + outcome.entities, missing + outcome.ungrounded
-        out[name] = score(units, records).as_dict()["overall"] | {
-            "entities_named": named, "entities_ungrounded": missing, "ungrounded_rate": missing / named if named else None}
+    out = {"windows": len(windows), "prompts_changed_since_generation": 0}
+    with tempfile.TemporaryDirectory(prefix="logwarden-judge-") as tmp:
+        judge = ScenarioJudge(Path(tmp), count, seed=manifest["seed"], history=manifest.get("judge_history"))
+        scenarios = {key: draw(random.Random(key)) for key in windows}
+        out["prompts_changed_since_generation"] = sum(
+            item.part.prompt not in recorded for s in scenarios.values() for item in judge.items(s))
+        for name in ("rules-only", *CONFIGS):
+            engine = None if name == "rules-only" else ReplayEngine(answers_of(results, name), count,
+                                                                     model_name="embedded", adapter_name=name)
+            units, records, named, missing = [], [], 0, 0
+            for key, scenario in scenarios.items():
+                unit = _unit(key, scenario)
+                found, metrics = judge.records(scenario, engine)
+                units.append(unit)
+                records += [ScoredRecord(key, tuple(r.evidence.line_numbers), r.category, r.risk_level) for r in found]
+                named, missing = named + metrics["entities_named"], missing + metrics["entities_ungrounded"]
+            out[name] = score(units, records).as_dict()["overall"] | {
+                "entities_named": named, "entities_ungrounded": missing, "ungrounded_rate": missing / named if named else None}
+        judge.close()
     return out
 
 
-def _score_window(key: str, rendered, answers: dict | None):
-    truth, risk = rendered.scenario.category, rendered.scenario.risk
+def _unit(key: str, scenario) -> LabelledUnit:
+    truth, risk = scenario.category, scenario.risk
     risk_min = risk if risk_rank(risk) <= risk_rank("medium") else "medium"
-    unit = LabelledUnit(file=key, line_start=rendered.window.line_start, line_end=rendered.window.line_end,
-                        category=truth, risk_min="info" if truth == "benign" else risk_min,
-                        risk_max="low" if truth == "benign" else None)
-    results = None
-    if answers is not None:
-        results = []
-        for part in rendered.parts:
-            row = answers.get(user_prompt(part.text))
-            generation = Generation(row["text"], GenStats(), finished=row["finished"], error=row.get("error")) if row \
-                else Generation("", GenStats(), finished=False, error="no answer was generated for this prompt")
-            results.append(result_of(generation, digest=part.text, lines_of=part.lines_of))
-    outcome = assess_window(rendered.window, rendered.signals, results, Provenance("embedded", None, PROMPT_VERSION))
-    return unit, [ScoredRecord(key, tuple(r.evidence.line_numbers), r.category, r.risk_level) for r in outcome.records], outcome
+    return LabelledUnit(file=key, line_start=1, line_end=len(scenario.lines), category=truth,
+                        risk_min="info" if truth == "benign" else risk_min, risk_max="low" if truth == "benign" else None)
 
 
 # ---- the tables -----------------------------------------------------------------------------------
@@ -132,31 +135,41 @@ def _cells(s: dict) -> list[str]:
             f"{_pct(s['fp_rate'])} ({s['false_positives']}/{s['benign']})"]
 
 
+def _flagged(run: dict) -> str:
+    return _pct(run.get("benign_flagged", {}).get("low"))
+
+
+def _per_1000(m: dict) -> str:
+    return f"{1000 * m['prompt_tokens'] / m['lines']:,.0f}" if m.get("lines") and m.get("prompt_tokens") is not None else "-"
+
+
 def markdown(report: dict) -> str:
-    head = "| run | recall | category | top-risk category | FP rate | ungrounded | rare lines seen |\n|---|---|---|---|---|---|---|"
+    head = ("| run | recall | category | top-risk category | FP rate | benign flagged (any level) | ungrounded | prompts "
+            "| prompt tokens / 1,000 lines | deviations dismissed |\n|---|---|---|---|---|---|---|---|---|---|")
     out = []
     for title, runs in (("sample_logs", report["sample_logs"]), ("realdata held-out", report["heldout"])):
         out += [f"### {title}", "", head]
         for name, run in runs.items():
             m = run.get("metrics", {})
             extra = [f"{_pct(m.get('ungrounded_rate'))} ({m.get('entities_ungrounded')}/{m.get('entities_named')})",
-                     f"{_pct(m.get('rare_line_coverage'))} ({m.get('rare_lines_shown')}/{m.get('rare_lines_llm')})"] \
-                if name != "rules-only" else ["-", "-"]
-            out.append("| " + " | ".join([name, *_cells(run["overall"]), *extra]) + " |")
+                     f"{m.get('llm_calls')}", _per_1000(m), f"{m.get('deviations_dismissed')}/{m.get('deviations')}"] \
+                if name != "rules-only" else ["-", "-", "-", f"-/{m.get('deviations')}"]
+            out.append("| " + " | ".join([name, *_cells(run["overall"]), _flagged(run), *extra]) + " |")
         out.append("")
-    out += ["### realdata held-out, per source (recall / top-risk category / FP rate)", "",
+    out += ["### realdata held-out, per source (recall / top-risk category / benign flagged)", "",
             "| source | " + " | ".join(report["heldout"]) + " |", "|---|" + "---|" * len(report["heldout"])]
     for source in report["heldout"]["rules-only"]["per_source"]:
         cells = []
         for run in report["heldout"].values():
             s = run["per_source"][source]
-            cells.append(f"{_pct(s['recall'])} / {_pct(s['category_top_accuracy'])} / {_pct(s['fp_rate'])}")
+            cells.append(f"{_pct(s['recall'])} / {_pct(s['category_top_accuracy'])} / FP {s['false_positives']}/{s['benign']}")
         out.append(f"| {source} | " + " | ".join(cells) + " |")
-    out += ["", "### generated validation windows", "", head]
+    out += ["", "### generated validation windows", "", "| run | recall | category | top-risk category | FP rate | ungrounded |",
+            "|---|---|---|---|---|---|"]
     for name in ("rules-only", *CONFIGS):
         s = report["generated_val"][name]
-        out.append("| " + " | ".join([name, *_cells(s), _pct(s.get("ungrounded_rate")) if name != "rules-only" else "-",
-                                      "-"]) + " |")
+        out.append("| " + " | ".join([name, *_cells(s), _pct(s.get("ungrounded_rate")) if name != "rules-only" else "-"])
+                   + " |")
     return "\n".join(out)
 
 

@@ -38,8 +38,9 @@ from logwarden.train.scenarios import Scenario, draw
 from logwarden.train.targets import Truth, answer
 
 PROMPT_TOKEN_BUDGET = declared("prompt_token_budget")  # train on what production sends
-DATASET_VERSION = "5"
+DATASET_VERSION = "6"  # 6: analyze_v3 prompts as the pipeline queues them (train/production.py)
 TokenCounter = Callable[[str], int]
+Generated = Callable[[int, str], Iterable["Example"]]  # (windows, split name) → their examples
 
 
 @dataclass(slots=True)
@@ -162,14 +163,16 @@ def examples(n: int, *, seed: int, split: str, count_tokens: TokenCounter = appr
 def build_dataset(out: Path, *, n: int, seed: int = 0, val_fraction: float = 0.1,
                   count_tokens: TokenCounter = approx_tokens, tokenizer_name: str = "approx",
                   relabel: Callable[[list[Example]], list[Example]] | None = None,
-                  extra_train: Iterable[Example] = ()) -> dict:
+                  extra_train: Iterable[Example] = (), generated: Generated | None = None) -> dict:
     """Write train.jsonl / val.jsonl / manifest.json; returns the manifest. `n` generated windows
-    (`val_fraction` of them for validation); `extra_train` (the realdata train side) joins training."""
+    (`val_fraction` of them for validation) made by `generated` (default: `examples`, each window
+    rendered alone; `production.scenario_examples` renders them as `analyze` queues them);
+    `extra_train` (the realdata train side) joins training."""
     if n < 2 or not 0 < val_fraction < 1:
         raise ConfigError(f"--n must be ≥ 2 and the validation fraction in (0, 1); got n={n}, {val_fraction}.")
     n_val = max(1, round(n * val_fraction))
-    splits = {"train": list(examples(n - n_val, seed=seed, split="train", count_tokens=count_tokens)),
-              "val": list(examples(n_val, seed=seed, split="val", count_tokens=count_tokens))}
+    make = generated or (lambda count, split: examples(count, seed=seed, split=split, count_tokens=count_tokens))
+    splits = {"train": list(make(n - n_val, "train")), "val": list(make(n_val, "val"))}
     train_users = {e.user for e in splits["train"]}
     splits["val"] = [e for e in splits["val"] if e.user not in train_users]  # no identical prompt in both
     if relabel is not None:
@@ -186,7 +189,9 @@ def build_dataset(out: Path, *, n: int, seed: int = 0, val_fraction: float = 0.1
 def _manifest(splits: dict[str, list[Example]], *, seed: int, tokenizer_name: str, out: Path,
               count_tokens: TokenCounter) -> dict:
     answers = [count_tokens(e.assistant) for items in splits.values() for e in items]
-    return {"dataset_version": DATASET_VERSION, "seed": seed, "prompt_version": PROMPT_VERSION,
+    targets = {name: dict(Counter(e.meta.get("target", "finding" if e.meta["findings"] else "no findings")
+                                  for e in items)) for name, items in splits.items()}
+    return {"dataset_version": DATASET_VERSION, "seed": seed, "prompt_version": PROMPT_VERSION, "targets": targets,
             "prompt_token_budget": PROMPT_TOKEN_BUDGET, "token_counter": tokenizer_name,
             "counts": {name: len(items) for name, items in splits.items()},
             "sources": {name: dict(Counter(e.meta["source"] for e in items)) for name, items in splits.items()},

@@ -62,7 +62,10 @@ def evidence_ids(lines: set[int], part: DigestPart) -> list[str]:
 def _line_text(part: DigestPart, ref: str) -> str:
     """What the digest shows for an id: the line's text (after `L17 (T3): `) or the template."""
     marker = f" {ref} " if ref.startswith("T") else f" {ref}"
-    for row in part.text.splitlines():
+    rows = part.text.splitlines()
+    if ref.startswith("L") and "lines:" in rows:  # the line itself, not a deviation note about it
+        rows = rows[rows.index("lines:") + 1:]
+    for row in rows:
         if row.startswith(marker):
             return row.split(": ", 1)[1] if ref.startswith("L") else row.split("x ", 1)[-1]
     return ""

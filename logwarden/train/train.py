@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from logwarden.engine.prefix_cache import render
-from logwarden.errors import ConfigError, InputError
+from logwarden.errors import ConfigError, InputError, ModelError
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 IGNORE = -100
@@ -224,6 +224,10 @@ def fit(model: Any, train: Sequence[Encoded], val: Sequence[Encoded], cfg: Train
 
 def _step(model: Any, batch: dict[str, torch.Tensor], optimizer, lr_at, params, result: TrainResult) -> None:
     loss = batch_loss(model, batch)
+    if not math.isfinite(loss.item()):  # one NaN step makes every LoRA weight NaN: stop, do not burn GPU time
+        raise ModelError(f"training loss is {loss.item()} at step {result.steps + 1} (batch of {len(batch['input_ids'])}"
+                         f" × {batch['input_ids'].shape[1]} tokens); every later step and the saved adapter would be NaN. "
+                         f"Fix: the recipe known to train is --batch 16 --max-len 1024 on the H200 (EVAL.md).")
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()

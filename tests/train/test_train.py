@@ -72,6 +72,31 @@ def test_training_lowers_loss_saves_and_the_adapter_changes_outputs(data, qwen_t
     assert tuned.generate(request, max_new_tokens=8)[0].text != plain[0].text
 
 
+def test_a_non_finite_loss_stops_training_at_once(data, qwen_tokenizer, tmp_path, monkeypatch):
+    """A NaN step poisons every LoRA weight (security-v3's first run on the H100): fail at that step, save nothing."""
+    from logwarden.errors import ModelError
+    from logwarden.train import train as train_module
+
+    base = tmp_path / "tiny"
+    build_tiny_qwen().save_pretrained(base)
+    qwen_tokenizer.save_pretrained(base)
+    real = train_module.batch_loss
+    calls = []
+
+    def poisoned(model, batch):
+        calls.append(1)
+        loss = real(model, batch)
+        return loss * float("nan") if len(calls) == 2 else loss
+
+    monkeypatch.setattr(train_module, "batch_loss", poisoned)
+    out = tmp_path / "adapter"
+    cfg = TrainConfig(base=str(base), data=data, out=out, batch=2, epochs=1, max_len=192, rank=4, alpha=8,
+                      quant="fp32", device="cpu", seed=1)
+    with pytest.raises(ModelError, match="at step 2"):
+        run_training(cfg)
+    assert len(calls) == 2 and not (out / "adapter_model.safetensors").exists()
+
+
 def test_train_cli_missing_data_says_how_to_fix(tmp_path):
     result = CliRunner().invoke(train_command, ["--base", "embedded", "--data", str(tmp_path / "nope"),
                                                 "--out", str(tmp_path / "o")])
