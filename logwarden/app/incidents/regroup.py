@@ -70,13 +70,13 @@ class Span:
 
     low: datetime | None = None
     high: datetime | None = None
-    untimed: list[RiskRecord] = field(default_factory=list)
+    untimed: dict[str, RiskRecord] = field(default_factory=dict)  # by id: a reviewed record replaces its first
 
     def add(self, records: Sequence[RiskRecord]) -> None:
         for r in records:
             times = [to_utc(t) for t in (r.first_ts, r.last_ts) if t is not None]  # naive = local, as stored
             if not times:
-                self.untimed.append(r)
+                self.untimed[r.id] = r
                 continue
             self.low = min([self.low, *times]) if self.low else min(times)
             self.high = max([self.high, *times]) if self.high else max(times)
@@ -120,7 +120,7 @@ def _scope(store: Store, options: IncidentOptions, around: Span) -> list[RiskRec
                 break
             low, high = wider
     seen = {r.id for r in scope}
-    return scope + _at_least([r for r in around.untimed if r.id not in seen], options.min_risk)
+    return scope + _at_least([r for r in around.untimed.values() if r.id not in seen], options.min_risk)
 
 
 def _incident_span(store: Store, scope: Sequence[RiskRecord], low: datetime, high: datetime):
@@ -140,7 +140,7 @@ def _old_incidents(store: Store, around: Span | None, scope: Sequence[RiskRecord
     of the scope or of its span at any level (a record lowered below the minimum leaves its incident)."""
     if around is None:
         return {i.id: i for i in store.incidents.query(limit=ALL)}
-    records = list(scope) + list(around.untimed)
+    records = list(scope) + list(around.untimed.values())
     if around.low is not None and around.high is not None:
         low, high = min([around.low, *(_times(scope))]), max([around.high, *(_times(scope))])
         records += store.query_records(RecordFilter(since=low, until=high), limit=ALL)

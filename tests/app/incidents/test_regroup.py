@@ -118,3 +118,22 @@ def test_regroupings_of_several_processes_on_one_postgresql_store_do_not_collide
         [incident] = store.incidents.query()
         assert len(incident.record_ids) == len(store.query_records(limit=100))
         assert len(store.incidents.of_records(incident.record_ids)) == len(incident.record_ids)
+
+
+def test_an_untimed_record_stored_twice_in_one_run_is_one_member(tmp_path):
+    """The review stores a record again (its level refined); the run's span holds it once, the later copy."""
+    from _store_helpers import make_record
+
+    from logwarden.app.incidents.regroup import Span
+
+    first = make_record(line_start=1, line_end=2, host="web01", risk_level="medium")
+    first = first.model_copy(update={"first_ts": None, "last_ts": None})
+    again = first.model_copy(update={"risk_level": "high"})
+    with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
+        store.upsert_records([again])
+        span = Span()
+        span.add([first])
+        span.add([again])
+        assert list(span.untimed.values()) == [again]
+        regrouped = regroup(store, IncidentOptions(), around=span)
+        assert [i.record_ids for i in regrouped.incidents] == [[again.id]]
