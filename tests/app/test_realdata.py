@@ -82,7 +82,8 @@ def test_windows_are_cut_exactly_as_analyze_cuts_them(tmp_path, split):
             for part in c.parts]
     engine = RecordingEngine(count)
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
-    Pipeline(store, engine, RunOptions(llm_policy="all", max_prompts_per_window=None)).analyze([path])
+    # incidents=None: the stories the run writes afterwards are not window prompts
+    Pipeline(store, engine, RunOptions(llm_policy="all", max_prompts_per_window=None, incidents=None)).analyze([path])
     assert sorted(user_prompt(t) for t in made) == sorted(engine.requests)  # the review asks riskiest first
 
 

@@ -188,7 +188,8 @@ def _sample_logs_prompts(n: int, count_tokens) -> list[Request]:
     labels = REPO / "sample_logs" / "labels.jsonl"
     units = load_labels(labels)
     recorder = RecordingEngine(count_tokens)
-    run_eval(units, labels.parent, labelled_files(units, labels.parent), engine=recorder, llm_policy="suspicious")
+    run_eval(units, labels.parent, labelled_files(units, labels.parent), engine=recorder, llm_policy="suspicious",
+             incidents=None)  # window prompts only: no incident stories
     requests = sorted(recorder.requests.values(), key=lambda r: count_tokens(r.user))
     return requests[:: max(1, len(requests) // n)][:n]
 

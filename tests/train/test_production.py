@@ -34,8 +34,9 @@ def _line(n: int, ip: str, path: str) -> str:
 
 
 def _site(tmp: Path, *, attack_line: bool = True) -> tuple[list[Path], Path, int, int]:
-    """A shop's history (many clients, numeric item ids), then a test file with one SQL injection (unless
-    not `attack_line`) and one plain but new value among ordinary requests; returns the files and the two lines."""
+    """A shop's history (many clients, numeric item ids), then a test file with one tampered request (unless
+    not `attack_line`: a parameter the endpoint never takes, which no signature names, so only the baseline
+    sees it) and one plain but new value among ordinary requests; returns the files and the two lines."""
     history = [_line(i, f"10.0.{i % 50}.{i % 200 + 1}", f"/item.php?id={i % 97}") for i in range(600)]
     history += [_line(i, f"10.1.{i % 40}.{i % 100 + 1}", PAGES[i % len(PAGES)]) for i in range(300)]
     (tmp / "history").mkdir()
@@ -43,7 +44,7 @@ def _site(tmp: Path, *, attack_line: bool = True) -> tuple[list[Path], Path, int
     test = [_line(i, f"10.0.{i % 50}.{i % 200 + 1}", f"/item.php?id={i % 97}") for i in range(40)]
     attack, plain = 18, 31
     if attack_line:
-        test[attack - 1] = _line(attack, "172.16.9.9", "/item.php?id=1'%20UNION%20SELECT%20password%20FROM%20users--")
+        test[attack - 1] = _line(attack, "172.16.9.9", "/item.php?id=42&debug=1")
     test[plain - 1] = _line(plain, "10.0.3.4", "/item.php?id=blue%20shoes")
     (tmp / "test").mkdir()
     (tmp / "test" / "access.log").write_text("\n".join(test) + "\n")
