@@ -110,7 +110,7 @@ def _record(name: str, out: Path, count, units, folder: Path, files, **eval_kw) 
     from logwarden.train.replay import RecordingEngine
 
     engine = RecordingEngine(count)
-    run = run_eval(units, folder, files, engine=engine, **eval_kw)
+    run = run_eval(units, folder, files, engine=engine, incidents=None, **eval_kw)  # window prompts: no stories
     path = out / f"prompts_{name}.jsonl"
     rows = engine.write(path)
     (out / f"prompts_{name}.jsonl.gz").write_bytes(gzip.compress(path.read_bytes()))
@@ -155,7 +155,7 @@ def main() -> None:
     if not args.skip_slices and not args.tiny:
         print("gguf sha256", slices(args.out))
     count = counter()
-    manifest = data(args.out / "data", 200 if args.tiny else args.n, args.seed, count, split=args.split, tiny=args.tiny)
+    manifest = data(args.out / "data", 400 if args.tiny else args.n, args.seed, count, split=args.split, tiny=args.tiny)
     print("dataset", json.dumps({k: manifest[k] for k in ("counts", "sources", "targets", "answer_tokens_mean",
                                                           "targets_ungrounded")}))
     print("prompts", json.dumps(prompts(args.out / "data", count, labels=args.labels, split=args.split)))
