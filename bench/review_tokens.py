@@ -34,7 +34,8 @@ def measure(units, labels_dir: Path, files, count, policy: str) -> dict:
 
     engine = RecordingEngine(count)
     began = time.perf_counter()
-    run = run_eval(units, labels_dir, files, engine=engine, llm_policy=policy)
+    # window prompts only: incident stories are a job of their own (few hundred tokens each, budgeted apart)
+    run = run_eval(units, labels_dir, files, engine=engine, llm_policy=policy, incidents=None)
     users = [count(r.user) for r in engine.requests.values()]
     lines = run.metrics["lines"]
     return {"policy": policy, "lines": lines, "prompts": len(users), "user_tokens": sum(users),
