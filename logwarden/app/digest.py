@@ -45,6 +45,7 @@ MAX_TEMPLATES = 25
 MAX_SIGNALS = 12  # rules listed with their titles
 MAX_SIGNAL_LINES = 12  # rule evidence lines a window must show
 DEVIATION_CHARS = 260
+DEVIATIONS_LABEL = "unlike this source's learned baseline:"
 EXEMPLARS = 3  # deviations shown of one record's (a client's sweep of unknown pages is one record)
 RISK_ORDER = ("info", "low", "medium", "high", "critical")
 TOP_VALUES = 5
@@ -175,6 +176,8 @@ class Digest:
     rare: list[int] = field(default_factory=list)  # the rare lines (the coverage metric's denominator)
     lean: bool = False
     deviations: list[DeviationNote] = field(default_factory=list)  # from the baseline, with what is usual
+    focus: bool = False  # a review of deviations: later parts name the rules' rows, part 1 shows them
+    together: dict[int, list[int]] = field(default_factory=dict)  # a deviation's first line → its other lines
 
     # ---- rendering ---------------------------------------------------------------------------
 
@@ -188,16 +191,14 @@ class Digest:
         shown = self.rules[:shape.rules]
         more = f"; … {len(self.rules) - len(shown)} more rules" if len(shown) < len(self.rules) else ""
         keys = 0 if self.lean else 5  # a few lines are all shown: the keys would repeat them
-        line = "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
-        return line + self._deviation_lines(shape)
+        return "rules fired: " + ("; ".join(r.describe(keys) for r in shown) + more if shown else "none")
 
-    def _deviation_lines(self, shape: HeaderShape) -> str:
-        """What the learned baseline did not expect, each with what it did (only when there is any)."""
-        if not self.deviations:
-            return ""
-        shown = self.deviations[:shape.rules]
-        more = [f" … {len(self.deviations) - len(shown)} more"] if len(shown) < len(self.deviations) else []
-        return "\n" + "\n".join(["unlike this source's learned baseline:", *(d.describe() for d in shown), *more])
+    def _notes_of(self, shown: Sequence[int]) -> list[str]:
+        """What the learned baseline did not expect on these lines, each with what it did: a part
+        carries the notes of its own lines, so every deviating line is read with its baseline."""
+        lines = set(shown)
+        notes = [d.describe() for d in self.deviations if d.line in lines]
+        return [DEVIATIONS_LABEL, *notes] if notes else []
 
     def header(self, shape: HeaderShape = HeaderShape()) -> str:
         """Part 1's header: the window's templates, top values and rules."""
@@ -223,7 +224,10 @@ class Digest:
         if templates:
             lines.append("templates of these lines:")
             lines += [self._template_line(t) for t in templates]
-        lines.append(self._rules_line(shape))
+        if self.focus and self.rules:  # the deviations are judged here; part 1 shows the rules' rows
+            lines.append(f"rules fired: {len(self.rules)} on other lines (part 1 lists them)")
+        else:
+            lines.append(self._rules_line(shape))
         return "\n".join(lines)
 
     def _listed(self, shape: HeaderShape) -> list[TemplateCount]:
@@ -267,7 +271,8 @@ class Digest:
             templates = [t for t in self._listed(shape) if t.ref in used]
             header, marker = self._slim_header(shape, templates, index, total), []
         listed = {t.ref for t in templates}
-        text = "\n".join([header, *marker, "lines:", *(self._line(no, listed) for no in shown)])
+        text = "\n".join([header, *self._notes_of(shown), *marker, "lines:",
+                          *(self._line(no, listed) for no in shown)])
         refs = [t.ref for t in templates] + [f"L{no}" for no in shown]
         lines_of = {t.ref: self.template_lines[t.ref] for t in templates} | {f"L{no}": [no] for no in shown}
         return DigestPart(text=text, refs=refs, lines_of=lines_of, shown_lines=shown, index=index, total=total)
@@ -283,11 +288,16 @@ class Digest:
         every required line, unless `max_parts` stops them first."""
         shape = self._shape(int(budget_tokens * HEADER_SHARE), count_tokens)
         listed = {t.ref for t in self._listed(shape)}
-        line_cost = {no: count_tokens(self._line(no, listed)) + 1 for no in dict.fromkeys([*self.required, *self.favoured])}
+        notes: dict[int, int] = {}  # line → the tokens of its deviation notes (they travel with the line)
+        for d in self.deviations:
+            notes[d.line] = notes.get(d.line, 0) + count_tokens(d.describe()) + 1
+        line_cost = {no: count_tokens(self._line(no, listed)) + 1 + notes.get(no, 0)
+                     for no in dict.fromkeys([*self.required, *self.favoured])}
         template_cost = {t.ref: count_tokens(self._template_line(t)) + 1 for t in self._listed(shape)}
-        rooms = (budget_tokens - PART_SLACK - count_tokens(self.header(shape)),
-                 budget_tokens - PART_SLACK - count_tokens(self._slim_header(shape, [], 2, 2)))
-        packer = _Packer(line_cost, template_cost, self.template_of_line, listed, rooms)
+        label = count_tokens(DEVIATIONS_LABEL) + 1 if notes else 0
+        rooms = (budget_tokens - PART_SLACK - label - count_tokens(self.header(shape)),
+                 budget_tokens - PART_SLACK - label - count_tokens(self._slim_header(shape, [], 2, 2)))
+        packer = _Packer(line_cost, template_cost, self.template_of_line, listed, rooms, self.together)
         groups = packer.pack(self.required, self.favoured, max_parts)
         return [self._part(shape, group, i, len(groups)) for i, group in enumerate(groups, 1)]
 
@@ -309,6 +319,7 @@ class _Packer:
     template_of_line: dict[int, str]
     listed: set[str]
     rooms: tuple[int, int]  # part 1's room for lines, a later part's
+    together: dict[int, list[int]] = field(default_factory=dict)  # a line → the lines that go in its part
 
     def pack(self, required: Sequence[int], favoured: Sequence[int], max_parts: int | None) -> list[list[int]]:
         todo = list(required)
@@ -325,15 +336,17 @@ class _Packer:
         room = self.rooms[0] if first else self.rooms[1]
         for queue in (todo, extra):
             while queue:
-                ref = self.template_of_line.get(queue[0])
-                cost = self.line_cost[queue[0]]
-                if not first and ref in self.listed and ref not in templates:
-                    cost += self.template_cost[ref]
+                atom = [queue[0], *(n for n in self.together.get(queue[0], ()) if n in queue)]
+                refs = {self.template_of_line.get(n) for n in atom}
+                cost = sum(self.line_cost[n] for n in atom)
+                if not first:
+                    cost += sum(self.template_cost[r] for r in refs if r in self.listed and r not in templates)
                 if group and used + cost > room:
                     break
                 used += cost
-                templates.add(ref)
-                group.append(queue.pop(0))
+                templates |= refs
+                group += atom
+                queue[:] = [n for n in queue if n not in atom]
             if todo:
                 break  # full of required lines: favoured ones wait for a part with room
         return group
@@ -464,12 +477,19 @@ def _deviation_groups(signals: Sequence[Signal]) -> dict[tuple[str, str], list[S
     return groups
 
 
-def _deviation_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
-    """The lines of the baseline's deviations in this window (a raw request's line and body): of one
-    record's deviations, the first `EXEMPLARS` deviations' lines."""
+def _deviation_atoms(window: Window, signals: Sequence[Signal]) -> dict[int, list[int]]:
+    """The lines of the baseline's deviations in this window, by deviation: its first line → its
+    other lines (a raw request's line and body, shown in one part). Of one record's deviations, the
+    first `EXEMPLARS`."""
     present = {e.line_no for e in window.events}
-    return sorted({n for group in _deviation_groups(signals).values() for s in group[:EXEMPLARS]
-                   for n in s.line_numbers[:4] if n in present})
+    atoms: dict[int, list[int]] = {}
+    for group in _deviation_groups(signals).values():
+        for s in group[:EXEMPLARS]:
+            lines = [n for n in s.line_numbers[:4] if n in present]
+            if lines:
+                atoms.setdefault(lines[0], [])
+                atoms[lines[0]] += [n for n in lines[1:] if n not in atoms[lines[0]]]
+    return atoms
 
 
 def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
@@ -504,8 +524,11 @@ def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal], 
     required = list(dict.fromkeys([*_signal_lines(window, signals), *rare]))
     if lean:
         required = list(dict.fromkeys([*required, *(e.line_no for e in window.events)]))
+    together: dict[int, list[int]] = {}
     if focus:
-        required, first_of_others, rare = _deviation_lines(window, signals), [], []
+        together = _deviation_atoms(window, signals)
+        required = sorted({n for head, rest in together.items() for n in (head, *rest)})
+        first_of_others, rare = [], []
     agents = Counter(e.fields.get("user_agent") for e in window.events if e.fields.get("user_agent"))
     # the header's top values show a repeated user agent; lines then leave it out
     common_agent = agents.most_common(1)[0][0] if agents and not lean and agents.most_common(1)[0][1] > 1 else None
@@ -521,5 +544,6 @@ def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal], 
         deviations=deviation_notes(signals),
         line_texts={e.line_no: line_text(e, window.format, common_agent) for e in window.events if e.line_no in wanted},
         template_of_line=template_of_line, template_lines=template_lines,
-        required=required, favoured=first_of_others, rare=rare, lean=lean,
+        required=required, favoured=first_of_others, rare=rare, lean=lean, focus=focus,
+        together=together,
     )

@@ -133,3 +133,28 @@ def test_parts_are_deterministic(budget):
     first = [p.text for p in digest_of(events)[1].parts(budget, count)]
     again = [p.text for p in digest_of(events)[1].parts(budget, count)]
     assert first == again
+
+
+def test_each_part_carries_the_baseline_notes_of_its_own_lines():
+    """A focused review split over parts: every deviating line is read with what its baseline expected
+    and with the deviation's other line (a request's body), and no part spends tokens on notes of lines
+    it does not show."""
+    events = [sshd(i, f"Accepted publickey for deploy from 10.0.0.{i % 9 + 1} port {5000 + i} ssh2") for i in range(200)]
+    odd = list(range(10, 200, 10))  # 19 lines whose source address the baseline never saw for this user
+    deviations = [Signal(rule_id="lw-baseline-entity", title="First-seen logon", level="low", category="auth_anomaly",
+                         techniques=[], source="auth.log", line_numbers=[n + 1, n + 2], key=f"10.0.0.{n % 9 + 1}",
+                         description=f"address 10.9.{n}.1 never seen for user deploy in 40 days; usual: 10.0.0.0/24")
+                  for n in odd]
+    miner = SourceMiner()
+    window = next(windows(events, miner, source="auth.log", inode=1, fmt="syslog"))
+    digest = build_digest(window, miner, deviations, focus=True)
+    parts = digest.parts(260, count)
+    assert len(parts) > 2
+    for part in parts:
+        noted = {int(line.split(":")[0].strip()[1:]) for line in part.text.splitlines()
+                 if "never seen for user" in line}
+        assert noted == {n for n in part.shown_lines if n - 1 in odd}
+        assert set(part.shown_lines) == {n for head in noted for n in (head, head + 1)}  # together
+        assert part.text.index("unlike this source's learned baseline:") < part.text.index("\nlines:\n")
+        assert count(part.text) <= 260
+    assert sorted(n for part in parts for n in part.shown_lines) == [n for o in odd for n in (o + 1, o + 2)]
