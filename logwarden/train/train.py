@@ -70,6 +70,7 @@ class TrainResult:
     last_loss: float | None = None
     val_loss: list[float] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
+    skipped_steps: int = 0  # batches whose loss or gradient was not finite: no update made
 
 
 # ---- data ---------------------------------------------------------------------------------------
@@ -205,14 +206,15 @@ def fit(model: Any, train: Sequence[Encoded], val: Sequence[Encoded], cfg: Train
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     lr_at = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: schedule(s, total, max(1, int(total * cfg.warmup_frac))))
     result, started = TrainResult(), time.perf_counter()
+    max_skipped = max(2, total // 50)  # a stray batch is skipped; a run that keeps diverging is stopped
     model.train()
     for _epoch in range(cfg.epochs):
         for batch in batches(train, cfg.batch, rng):
             if result.steps >= total:
                 break
-            _step(model, collate(batch, pad_id), optimizer, lr_at, params, result)
+            _step(model, collate(batch, pad_id), optimizer, lr_at, params, result, max_skipped)
             result.answer_tokens += sum(sum(1 for t in e.labels if t != IGNORE) for e in batch)
-            if progress:
+            if progress and result.losses:
                 progress(result.steps, total, result.losses[-1])
         if val:
             result.val_loss.append(validation_loss(model, val[: cfg.max_val], pad_id, cfg.batch))
@@ -222,20 +224,28 @@ def fit(model: Any, train: Sequence[Encoded], val: Sequence[Encoded], cfg: Train
     return result
 
 
-def _step(model: Any, batch: dict[str, torch.Tensor], optimizer, lr_at, params, result: TrainResult) -> None:
+def _step(model: Any, batch: dict[str, torch.Tensor], optimizer, lr_at, params, result: TrainResult,
+          max_skipped: int) -> None:
+    """One update, or none where the loss or the gradient is not finite (a single NaN update would make every
+    LoRA weight NaN, as security-v3's first run on the H100 did). Too many such batches stop the run."""
     loss = batch_loss(model, batch)
-    if not math.isfinite(loss.item()):  # one NaN step makes every LoRA weight NaN: stop, do not burn GPU time
-        raise ModelError(f"training loss is {loss.item()} at step {result.steps + 1} (batch of {len(batch['input_ids'])}"
-                         f" × {batch['input_ids'].shape[1]} tokens); every later step and the saved adapter would be NaN. "
-                         f"Fix: the recipe known to train is --batch 16 --max-len 1024 on the H200 (EVAL.md).")
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, 1.0)
-    optimizer.step()
+    finite = math.isfinite(loss.item())
+    if finite:
+        loss.backward()
+        finite = math.isfinite(float(torch.nn.utils.clip_grad_norm_(params, 1.0)))
+    if finite:
+        optimizer.step()
+        result.losses.append(loss.item())
+    else:
+        result.skipped_steps += 1
+        if result.skipped_steps > max_skipped:
+            raise ModelError(f"training loss or gradient not finite on {result.skipped_steps} batches (the last: step "
+                             f"{result.steps + 1}, {len(batch['input_ids'])} × {batch['input_ids'].shape[1]} tokens); "
+                             f"nothing saved. Fix: the recipe known to train is --batch 16 --max-len 1024 (EVAL.md).")
     lr_at.step()
     optimizer.zero_grad(set_to_none=True)
     result.steps += 1
     result.train_tokens += int(batch["attention_mask"].sum())
-    result.losses.append(loss.item())
 
 
 def _tail_mean(losses: Sequence[float], n: int = 10) -> float:
@@ -302,6 +312,9 @@ def run_training(cfg: TrainConfig, progress: Progress | None = None, *, model: A
     val = [encode(r, tokenizer, cfg.max_len) for r in val_rows]
     result = fit(model, train, val, cfg, _pad_id(tokenizer), progress)
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    if not all(bool(torch.isfinite(p).all()) for p in model.parameters() if p.requires_grad):
+        raise ModelError("the trained adapter holds non-finite weights; nothing saved. Fix: a lower --lr or the "
+                         "recipe known to train, --batch 16 --max-len 1024 (EVAL.md).")
     card = model_card(cfg, info or {"base": cfg.base}, result, _manifest(cfg.data), trainable)
     save_adapter(model, cfg.out, card)
     return card

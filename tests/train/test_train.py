@@ -5,6 +5,7 @@ and change the outputs; plus the CLI's error for a missing data folder."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -72,29 +73,45 @@ def test_training_lowers_loss_saves_and_the_adapter_changes_outputs(data, qwen_t
     assert tuned.generate(request, max_new_tokens=8)[0].text != plain[0].text
 
 
-def test_a_non_finite_loss_stops_training_at_once(data, qwen_tokenizer, tmp_path, monkeypatch):
-    """A NaN step poisons every LoRA weight (security-v3's first run on the H100): fail at that step, save nothing."""
-    from logwarden.errors import ModelError
+def _poisoned_training(tmp_path, qwen_tokenizer, monkeypatch, data, poison):
+    """Train the tiny model with `poison(call_number)` deciding which batches' loss becomes NaN."""
     from logwarden.train import train as train_module
 
     base = tmp_path / "tiny"
     build_tiny_qwen().save_pretrained(base)
     qwen_tokenizer.save_pretrained(base)
-    real = train_module.batch_loss
-    calls = []
+    real, calls = train_module.batch_loss, []
 
     def poisoned(model, batch):
         calls.append(1)
         loss = real(model, batch)
-        return loss * float("nan") if len(calls) == 2 else loss
+        return loss * float("nan") if model.training and poison(len(calls)) else loss
 
     monkeypatch.setattr(train_module, "batch_loss", poisoned)
     out = tmp_path / "adapter"
     cfg = TrainConfig(base=str(base), data=data, out=out, batch=2, epochs=1, max_len=192, rank=4, alpha=8,
                       quant="fp32", device="cpu", seed=1)
-    with pytest.raises(ModelError, match="at step 2"):
+    return cfg, out, calls
+
+
+def test_a_stray_non_finite_batch_is_skipped_and_the_adapter_stays_finite(data, qwen_tokenizer, tmp_path, monkeypatch):
+    """One NaN batch would poison every LoRA weight (security-v3's first run on the H100): no update from it."""
+    from safetensors.torch import load_file
+
+    cfg, out, _ = _poisoned_training(tmp_path, qwen_tokenizer, monkeypatch, data, lambda n: n == 2)
+    card = run_training(cfg)
+    assert card["metrics"]["skipped_steps"] == 1
+    assert all(bool(torch.isfinite(t).all()) for t in load_file(out / "adapter_model.safetensors").values())
+    assert all(math.isfinite(x) for x in card["metrics"]["val_loss"])
+
+
+def test_a_run_that_keeps_diverging_stops_and_saves_nothing(data, qwen_tokenizer, tmp_path, monkeypatch):
+    from logwarden.errors import ModelError
+
+    cfg, out, calls = _poisoned_training(tmp_path, qwen_tokenizer, monkeypatch, data, lambda n: n >= 2)
+    with pytest.raises(ModelError, match="not finite on 3 batches"):
         run_training(cfg)
-    assert len(calls) == 2 and not (out / "adapter_model.safetensors").exists()
+    assert len(calls) == 4 and not (out / "adapter_model.safetensors").exists()
 
 
 def test_train_cli_missing_data_says_how_to_fix(tmp_path):
