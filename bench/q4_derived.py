@@ -1,5 +1,7 @@
-"""The derived Q4_0 GGUF (security-v2 merged, `--quant q4_0`, the default) against the shipped
-Q4_K_M GGUF + the adapter as a runtime LoRA (`--quant q4_k_m`, the default until now), one run.
+"""The derived Q4_0 GGUF (the adapter merged, `--quant q4_0`, the default) against the shipped
+Q4_K_M GGUF + the adapter as a runtime LoRA (`--quant q4_k_m`), one run. The adapter is the one
+`analyze` applies today (none while no adapter was trained on the current prompt version), or
+`--adapter PATH` (e.g. logwarden/adapters/security-v2, the comparison the issue was written for).
 
 Prompts: the pipeline's own prompts for the realdata split's held-out side (data/realdata_split.json,
 `train.realdata.cut`: the windows `analyze` cuts, each part's own evidence-id schema), with the
@@ -55,12 +57,12 @@ def _cache() -> Path:
     return get_settings().model_cache
 
 
-def _engine(quant: str, threads: int | None, slots: int):
+def _engine(quant: str, threads: int | None, slots: int, adapter: str | None):
     from logwarden.app.backends import resolve_adapter
     from logwarden.engine.load import load_engine
     from logwarden.prompts import USER_LEAD, system_prompt
 
-    engine = load_engine(engine="llamacpp", model="embedded", adapter=resolve_adapter("embedded", None), quant=quant,
+    engine = load_engine(engine="llamacpp", model="embedded", adapter=resolve_adapter("embedded", adapter), quant=quant,
                          threads=threads, max_batch=slots, cache_dir=_cache())
     engine.warm_prefix(system_prompt(), USER_LEAD)  # as open_engine does: the system prefix restored
     return engine
@@ -158,7 +160,7 @@ def run_speed(args) -> None:
 
     count = token_counter(read_metadata(ensure_gguf(PACKS["embedded"], _cache()))).count
     prompts = held_out_prompts(args.n, count)  # each once: a prompt seen before is in llama.cpp's RAM cache
-    engines = {q: _engine(q, args.threads, 1) for q in QUANTS}
+    engines = {q: _engine(q, args.threads, 1, args.adapter) for q in QUANTS}
     rows = {q: [] for q in QUANTS}
     for i, prompt in enumerate(prompts):
         for quant in QUANTS if i % 2 == 0 else QUANTS[::-1]:
@@ -175,14 +177,22 @@ def run_speed(args) -> None:
     pairs = list(zip(*rows.values(), strict=True))
     prefill_ratios = [(b["uncached"] / b["ttft_s"]) / (a["uncached"] / a["ttft_s"]) for a, b in pairs]
     decode_ratios = [b["decode"] / a["decode"] for a, b in pairs if a["new"] > 1 and b["new"] > 1]
-    print(f"\nprompt tokens/s: q4_k_m+LoRA {base['prefill']:.1f}, q4_0 merged {ours['prefill']:.1f} -> "
+    shipped, derived = _labels(args.adapter)
+    print(f"\nprompt tokens/s: {shipped} {base['prefill']:.1f}, {derived} {ours['prefill']:.1f} -> "
           f"{ours['prefill'] / base['prefill']:.2f}x pooled, {statistics.median(prefill_ratios):.2f}x median of "
           f"{len(prefill_ratios)} pairs ({min(prefill_ratios):.2f}-{max(prefill_ratios):.2f})")
-    print(f"decode tokens/s: q4_k_m+LoRA {base['decode']:.1f}, q4_0 merged {ours['decode']:.1f} -> "
+    print(f"decode tokens/s: {shipped} {base['decode']:.1f}, {derived} {ours['decode']:.1f} -> "
           f"{ours['decode'] / base['decode']:.2f}x, {statistics.median(decode_ratios):.2f}x median of pairs")
     loads = [r["load"] for v in rows.values() for r in v]
     print(f"{len(prompts)} prompts, {statistics.mean(r['uncached'] for r in rows['q4_0']):.0f} uncached tokens "
           f"on average, threads {args.threads or 'default'}, load {min(loads):.1f}-{max(loads):.1f}")
+
+
+def _labels(adapter: str | None) -> tuple[str, str]:
+    """What was compared: with an adapter, runtime LoRA against merged weights; without, the two quantisations."""
+    from logwarden.app.backends import resolve_adapter
+
+    return ("q4_k_m+LoRA", "q4_0 merged") if resolve_adapter("embedded", adapter) else ("q4_k_m", "q4_0")
 
 
 def _rates(rows: list[dict]) -> dict:
@@ -208,7 +218,7 @@ def run_agree(args) -> None:
     answers = {}
     for quant in QUANTS:
         began = time.perf_counter()
-        engine = _engine(quant, args.threads, 4)
+        engine = _engine(quant, args.threads, 4, args.adapter)
         answers[quant] = engine.generate([p.request for p in prompts], max_new_tokens=args.max_new_tokens)
         engine.close()
         print(f"{quant}: {len(prompts)} answers in {time.perf_counter() - began:.0f} s, load {os.getloadavg()[0]:.1f}",
@@ -219,7 +229,8 @@ def run_agree(args) -> None:
     s = report["summary"]
     print(f"\n{s['prompts']} held-out prompts ({s['attack']} attack, {s['benign']} benign): same verdict on "
           f"{s['agree']} = {100 * s['agree'] / s['prompts']:.1f}%; finding yes/no agrees on {s['agree_finding']}")
-    print(f"false positives (a finding on a benign prompt): q4_k_m+LoRA {s['fp']['q4_k_m']}, q4_0 merged "
+    shipped, derived = _labels(args.adapter)
+    print(f"false positives (a finding on a benign prompt): {shipped} {s['fp']['q4_k_m']}, {derived} "
           f"{s['fp']['q4_0']}, new with q4_0: {s['new_fp']}; attacks found: q4_k_m {s['tp']['q4_k_m']}, "
           f"q4_0 {s['tp']['q4_0']}; invalid answers: {s['invalid']}")
 
@@ -249,6 +260,7 @@ def main() -> None:
     parser.add_argument("what", choices=("derive", "speed", "agree"))
     parser.add_argument("--n", type=int, default=None, help="prompts (speed: 16, agree: 40)")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--adapter", default=None, help="LoRA folder (default: the adapter analyze applies, if any)")
     parser.add_argument("--max-new-tokens", type=int, default=320, help="the pipeline's budget")
     parser.add_argument("--twice", action="store_true", help="derive: twice, comparing the sha256")
     parser.add_argument("--out", default=None, help="agree: write every answer and verdict here (JSON)")
