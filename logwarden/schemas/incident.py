@@ -87,5 +87,7 @@ def story_json_schema(record_ids: list[str]) -> dict[str, Any]:
     props["stages"]["items"] = {"type": "string", "enum": list(KILL_CHAIN)}
     props["next_steps"]["items"] = {"type": "string", "maxLength": STEP_MAX}
     props["cited"]["minItems"] = 1
+    # each id once at most: a small model otherwise loops on the enum until the token bound cuts the answer
+    props["cited"]["maxItems"] = min(CITED_MAX, len(record_ids))
     schema["required"] = ["title", "summary", "stages", "next_steps", "cited"]
     return schema

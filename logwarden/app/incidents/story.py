@@ -160,7 +160,7 @@ class StoryWriter:
                  progress: Callable[[str, int], None] = lambda _name, _n: None):
         self.store, self.engine, self.budget, self.progress = store, engine, budget, progress
         self.spent_s, self.spent_tokens = spent
-        self.max_new_tokens = max_new_tokens  # the schema's bounds keep a story within the default 320
+        self.max_new_tokens = max_new_tokens  # a story cut here is rejected; citing each member once at most keeps stories short
         self.cancelled = cancelled or threading.Event()
         self.model = Provenance.of(engine).model
 

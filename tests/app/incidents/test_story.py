@@ -15,6 +15,7 @@ from logwarden.app.review import Budget
 from logwarden.app.store import open_store
 from logwarden.cli.main import main as cli
 from logwarden.engine.api import Generation, GenStats
+from logwarden.schemas.incident import CITED_MAX, story_json_schema
 
 
 class ScriptedEngine:
@@ -58,6 +59,12 @@ def test_the_schema_admits_only_the_incidents_record_ids(tmp_path):
     assert sorted(ids) == sorted(incident.record_ids)
     assert request.schema["properties"]["cited"]["items"]["enum"] == ids
     assert all(i in digest for i in ids) and "Failed password" not in digest  # summaries, not raw lines
+
+
+def test_the_schema_lets_a_story_cite_each_member_once_at_most():
+    """A small model looping on the id enum ran to the token bound and its story was cut (rejected)."""
+    assert story_json_schema(["a", "b"])["properties"]["cited"]["maxItems"] == 2
+    assert story_json_schema([f"id{i}" for i in range(20)])["properties"]["cited"]["maxItems"] == CITED_MAX
 
 
 def test_a_grounded_story_is_stored_with_its_citations(tmp_path):
