@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from bisect import insort
+from functools import lru_cache
 
 HASH_SPACE = 2**32
 
 
+@lru_cache(maxsize=1 << 14)  # clients, hosts and days repeat line after line
 def client_hash(value: str) -> int:
     """A stable 32-bit hash of a client identity (the same on every host and every run)."""
     return int.from_bytes(hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
