@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from logwarden.app.baseline.deviation import Deviation, make_ref
 from logwarden.app.baseline.sketch import Support, client_hash
@@ -82,10 +83,17 @@ def site_of(event: Event) -> str:
     vhost = event.fields.get("vhost") or event.fields.get("host_header")
     if isinstance(vhost, str) and vhost:
         return vhost.lower()[:200]
-    return _ROTATED.sub("", event.source.rsplit("/", 1)[-1]) or event.source
+    return _log_site(event.source)
+
+
+@lru_cache(maxsize=1024)  # every line of a log asks
+def _log_site(source: str) -> str:
+    return _ROTATED.sub("", source.rsplit("/", 1)[-1]) or source
 
 
 def _params(query: str) -> tuple[list[tuple[str, Value]], int]:
+    if not query:  # most requests (pages, scripts, images) have none
+        return [], 0
     pairs = [part for part in query.split("&", REQUEST_PARAMS_MAX) if part]
     kept = []
     for part in pairs[:REQUEST_PARAMS_MAX]:
