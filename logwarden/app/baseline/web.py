@@ -58,6 +58,7 @@ class Request:
     client: str
     lines: list[int]
     dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
+    names: tuple[str, ...] = ()  # the distinct parameter names, in order
 
 
 def endpoint_key(method: str, path: str) -> str:
@@ -142,7 +143,8 @@ def _logged_request(event: Event, session: str | None = None) -> Request | None:
     query = path.split("?", 1)[1] if "?" in path else ""
     params, dropped = _params(query)
     return Request(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
-                   client=_client(event, session), lines=[event.line_no], dropped=dropped)
+                   client=_client(event, session), lines=[event.line_no], dropped=dropped,
+                   names=tuple(dict.fromkeys(n for n, _ in params)) if params else ())
 
 
 @dataclass(slots=True)
@@ -209,15 +211,14 @@ class EndpointProfile:
         return name in self.accepted or (model is not None and model.support.clients() >= NAME_MIN)
 
     def judge(self, request: Request, where: str) -> list[Deviation]:
-        client = client_hash(request.client)
-        out = [self._unknown_name(request, name, where) for name in dict.fromkeys(n for n, _ in request.params)
-               if not self._known(name) and not self._promotes(name, client)]
+        out = [self._unknown_name(request, name, where) for name in request.names
+               if not self._known(name) and not self._promotes(name, client_hash(request.client))]
         out += self._missing(request, where)
         out += self._values(request, where)
         if request.dropped:
             out.append(_deviation(request, "web-param", "structure", where, "too-many", "",
                                   f"{len(request.params) + request.dropped} parameters in one request"))
-        return [d for d in out if d is not None]
+        return out
 
     def _unknown_name(self, request: Request, name: str, where: str) -> Deviation:
         usual = self.usual_names()
@@ -227,10 +228,11 @@ class EndpointProfile:
                           f"{self.clients():,} clients; usual names: {shown or 'none'}")
 
     def _missing(self, request: Request, where: str) -> list[Deviation]:
-        names = {n for n, _ in request.params}
+        if self.requests < ENDPOINT_WARMUP:
+            return []
         expected = [n for n, seen in self.presence.items()
-                    if seen >= PRESENT_SHARE * self.requests and self._known(n) and n not in names]
-        if not expected or self.requests < ENDPOINT_WARMUP:
+                    if seen >= PRESENT_SHARE * self.requests and self._known(n) and n not in request.names]
+        if not expected:
             return []
         return [_deviation(request, "web-param", "structure", where, "missing", ",".join(sorted(expected)),
                            f"parameter(s) {', '.join(sorted(expected))} missing: present in "
@@ -255,7 +257,7 @@ class EndpointProfile:
         value except those in `skip` (deviating values); a name new to a warm endpoint waits as pending
         until PROMOTE clients used it, unless the data is `trusted` (history an analyst chose). The
         same operations are applied to the profile and to the delta a store merges (`apply`)."""
-        ops: list[tuple] = [("count", client, tuple(dict.fromkeys(n for n, _ in request.params)))]
+        ops: list[tuple] = [("count", client, request.names)]
         for name, value in request.params:
             if name in skip:
                 continue
@@ -294,6 +296,8 @@ class EndpointProfile:
         self._cap()
 
     def _cap(self) -> None:
+        if len(self.params) <= PARAMS_MAX and len(self.pending) <= PARAMS_MAX:  # as nearly always
+            return
         for mapping in (self.params, self.pending):
             if len(mapping) > PARAMS_MAX:
                 weakest = sorted(mapping, key=lambda n: _clients(mapping[n]))[: len(mapping) - PARAMS_MAX]
