@@ -35,6 +35,7 @@ from logwarden.app.baseline.entities import (
 from logwarden.app.baseline.templates import TemplateScope, TemplateStats, day_of, new_clusters, novelty, scope_of
 from logwarden.app.baseline.web import (
     EndpointProfile,
+    Request,
     SiteProfile,
     client_id,
     judge_request,
@@ -82,8 +83,7 @@ class Baseline:
             return []
         found: list[Deviation] = []
         if window.format in WEB_FORMATS:
-            for request in requests_of(window.events, window.format):
-                found += self._request(request)
+            found += self._web(window)
         if window.format not in ("access", "http_request", "w3c", "aws_lb"):
             found += self._templates(window, miner)
         if window.format in ENTITY_FORMATS:
@@ -101,30 +101,46 @@ class Baseline:
 
     # ---- web ---------------------------------------------------------------------------------
 
-    def _request(self, request) -> list[Deviation]:
-        client = client_id(request)
-        site = self._profile("web-site", request.site, "")
-        endpoint = self._peek("web", request.site, request.endpoint)
+    def _web(self, window: Window) -> list[Deviation]:
+        """Judge and learn the window's requests one by one, each against what the ones before it
+        taught. The profiles they touch are looked up once a window (flush comes between windows)."""
+        learners: dict[tuple[str, str, str], _Learner] = {}
         deviations: list[Deviation] = []
-        if self.judging and site.endpoints_judged and endpoint is None:
-            ops = site.learn_ops(client, request.endpoint)
-            self._apply("web-site", request.site, "", ops)
+        for request in requests_of(window.events, window.format):
+            deviations += self._request(request, learners)
+        return deviations
+
+    def _request(self, request: Request, learners: dict[tuple[str, str, str], _Learner]) -> list[Deviation]:
+        client = client_id(request)
+        site = self._learner("web-site", request.site, "", learners)
+        known = ("web", request.site, request.endpoint) in learners or \
+            self._peek("web", request.site, request.endpoint) is not None
+        deviations: list[Deviation] = []
+        if self.judging and not known and site.profile.endpoints_judged:
+            ops = site.profile.learn_ops(client, request.endpoint)
+            site.learn(ops)
             if ops[-1][0] == "pend":  # an unknown endpoint not yet asked for by enough clients
-                deviations = [unknown_endpoint(request, site, self._count("web", request.site))]
+                deviations = [unknown_endpoint(request, site.profile, self._count("web", request.site))]
                 settle_levels(deviations)
                 return deviations
         else:
-            self._apply("web-site", request.site, "", site.learn_ops(client))
-        endpoint = self._profile("web", request.site, request.endpoint)
-        if self.judging and site.warm and endpoint.warm:
-            deviations = judge_request(request, endpoint)
-            settle_levels(deviations)
+            site.learn(site.profile.learn_ops(client))
+        endpoint = self._learner("web", request.site, request.endpoint, learners)
+        if self.judging and site.profile.warm and endpoint.profile.warm:
+            deviations = judge_request(request, endpoint.profile)
+            if deviations:
+                settle_levels(deviations)
         skip = {d.extra["param"] for d in deviations if "param" in d.extra}
-        ops = endpoint.learn_ops(request, client, skip=skip, trusted=self.mode == "learn")
-        self._apply("web", request.site, request.endpoint, ops)
-        if endpoint.requests <= 2:  # a first request makes a singleton, a second unmakes it
-            self._apply("web-site", request.site, "", [("single", 1 if endpoint.requests == 1 else -1)])
+        endpoint.learn(endpoint.profile.learn_ops(request, client, skip=skip, trusted=self.mode == "learn"))
+        if endpoint.profile.requests <= 2:  # a first request makes a singleton, a second unmakes it
+            site.learn([("single", 1 if endpoint.profile.requests == 1 else -1)])
         return deviations
+
+    def _learner(self, kind: str, scope: str, key: str, learners: dict[tuple[str, str, str], _Learner]) -> _Learner:
+        found = learners.get((kind, scope, key))
+        if found is None:
+            found = learners[(kind, scope, key)] = _Learner(*self._both(kind, scope, key))
+        return found
 
     # ---- message kinds ---------------------------------------------------------------------------
 
@@ -268,10 +284,6 @@ class Baseline:
             delta = self._delta[(kind, scope, key)] = ROW_CLASSES[kind]()
         return (current, delta)
 
-    def _apply(self, kind: str, scope: str, key: str, ops: list[tuple]) -> None:
-        for profile in self._both(kind, scope, key):
-            profile.apply(ops)
-
     def take_deltas(self) -> dict[tuple[str, str, str], Any]:
         deltas, self._delta = self._delta, {}
         return deltas
@@ -294,6 +306,19 @@ class Baseline:
                 self._current[(kind, scope, key)] = base
             tx.put_baseline(kind, scope, {key: (m.to_json(), _clients(m)) for key, m in merged.items()})
         return len(deltas)
+
+
+class _Learner:
+    """A web profile and its delta, learning the same operations (the delta is what flush merges)."""
+
+    __slots__ = ("profile", "delta")
+
+    def __init__(self, profile: EndpointProfile | SiteProfile, delta: EndpointProfile | SiteProfile):
+        self.profile, self.delta = profile, delta
+
+    def learn(self, ops: list[tuple]) -> None:
+        self.profile.apply(ops)
+        self.delta.apply(ops)
 
 
 def _hosts_of(window: Window) -> list[tuple[str, int, list[int]]]:

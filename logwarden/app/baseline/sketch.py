@@ -11,11 +11,13 @@ JSON-able list.
 from __future__ import annotations
 
 import hashlib
-from bisect import insort
+from bisect import bisect_left
+from functools import lru_cache
 
 HASH_SPACE = 2**32
 
 
+@lru_cache(maxsize=1 << 14)  # clients, hosts and days repeat line after line
 def client_hash(value: str) -> int:
     """A stable 32-bit hash of a client identity (the same on every host and every run)."""
     return int.from_bytes(hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
@@ -33,12 +35,14 @@ class Support:
     def add(self, client: int) -> bool:
         """Count `client`; True when it is new to the sketch."""
         hashes = self.hashes
-        full = len(hashes) >= self.k
-        if (full and client > hashes[-1]) or client in hashes:
+        at = bisect_left(hashes, client)
+        if at < len(hashes) and hashes[at] == client:  # seen
             return False
-        insort(hashes, client)
-        if full:
+        if len(hashes) >= self.k:
+            if at == len(hashes):  # above the k smallest
+                return False
             hashes.pop()
+        hashes.insert(at, client)
         return True
 
     def clients(self) -> int:

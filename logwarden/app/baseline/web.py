@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from logwarden.app.baseline.deviation import Deviation, make_ref
 from logwarden.app.baseline.sketch import Support, client_hash
@@ -57,6 +58,7 @@ class Request:
     client: str
     lines: list[int]
     dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
+    names: tuple[str, ...] = ()  # the distinct parameter names, in order
 
 
 def endpoint_key(method: str, path: str) -> str:
@@ -82,10 +84,17 @@ def site_of(event: Event) -> str:
     vhost = event.fields.get("vhost") or event.fields.get("host_header")
     if isinstance(vhost, str) and vhost:
         return vhost.lower()[:200]
-    return _ROTATED.sub("", event.source.rsplit("/", 1)[-1]) or event.source
+    return _log_site(event.source)
+
+
+@lru_cache(maxsize=1024)  # every line of a log asks
+def _log_site(source: str) -> str:
+    return _ROTATED.sub("", source.rsplit("/", 1)[-1]) or source
 
 
 def _params(query: str) -> tuple[list[tuple[str, Value]], int]:
+    if not query:  # most requests (pages, scripts, images) have none
+        return [], 0
     pairs = [part for part in query.split("&", REQUEST_PARAMS_MAX) if part]
     kept = []
     for part in pairs[:REQUEST_PARAMS_MAX]:
@@ -134,7 +143,8 @@ def _logged_request(event: Event, session: str | None = None) -> Request | None:
     query = path.split("?", 1)[1] if "?" in path else ""
     params, dropped = _params(query)
     return Request(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
-                   client=_client(event, session), lines=[event.line_no], dropped=dropped)
+                   client=_client(event, session), lines=[event.line_no], dropped=dropped,
+                   names=tuple(dict.fromkeys(n for n, _ in params)) if params else ())
 
 
 @dataclass(slots=True)
@@ -201,15 +211,14 @@ class EndpointProfile:
         return name in self.accepted or (model is not None and model.support.clients() >= NAME_MIN)
 
     def judge(self, request: Request, where: str) -> list[Deviation]:
-        client = client_hash(request.client)
-        out = [self._unknown_name(request, name, where) for name in dict.fromkeys(n for n, _ in request.params)
-               if not self._known(name) and not self._promotes(name, client)]
+        out = [self._unknown_name(request, name, where) for name in request.names
+               if not self._known(name) and not self._promotes(name, client_hash(request.client))]
         out += self._missing(request, where)
         out += self._values(request, where)
         if request.dropped:
             out.append(_deviation(request, "web-param", "structure", where, "too-many", "",
                                   f"{len(request.params) + request.dropped} parameters in one request"))
-        return [d for d in out if d is not None]
+        return out
 
     def _unknown_name(self, request: Request, name: str, where: str) -> Deviation:
         usual = self.usual_names()
@@ -219,10 +228,11 @@ class EndpointProfile:
                           f"{self.clients():,} clients; usual names: {shown or 'none'}")
 
     def _missing(self, request: Request, where: str) -> list[Deviation]:
-        names = {n for n, _ in request.params}
+        if self.requests < ENDPOINT_WARMUP:
+            return []
         expected = [n for n, seen in self.presence.items()
-                    if seen >= PRESENT_SHARE * self.requests and self._known(n) and n not in names]
-        if not expected or self.requests < ENDPOINT_WARMUP:
+                    if seen >= PRESENT_SHARE * self.requests and self._known(n) and n not in request.names]
+        if not expected:
             return []
         return [_deviation(request, "web-param", "structure", where, "missing", ",".join(sorted(expected)),
                            f"parameter(s) {', '.join(sorted(expected))} missing: present in "
@@ -247,7 +257,7 @@ class EndpointProfile:
         value except those in `skip` (deviating values); a name new to a warm endpoint waits as pending
         until PROMOTE clients used it, unless the data is `trusted` (history an analyst chose). The
         same operations are applied to the profile and to the delta a store merges (`apply`)."""
-        ops: list[tuple] = [("count", client, tuple(dict.fromkeys(n for n, _ in request.params)))]
+        ops: list[tuple] = [("count", client, request.names)]
         for name, value in request.params:
             if name in skip:
                 continue
@@ -286,6 +296,8 @@ class EndpointProfile:
         self._cap()
 
     def _cap(self) -> None:
+        if len(self.params) <= PARAMS_MAX and len(self.pending) <= PARAMS_MAX:  # as nearly always
+            return
         for mapping in (self.params, self.pending):
             if len(mapping) > PARAMS_MAX:
                 weakest = sorted(mapping, key=lambda n: _clients(mapping[n]))[: len(mapping) - PARAMS_MAX]
