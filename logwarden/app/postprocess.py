@@ -15,7 +15,10 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - the trace (溯源: lines, host, accounts, addresses, time span, evidence) is written from the
   record's own evidence lines, never by the model (a window mixes hosts: its most frequent one is
   not every record's); indicators are extracted deterministically;
-- techniques are kept only when they are in the shipped ATT&CK table.
+- techniques are kept only when they are in the shipped ATT&CK table;
+- a group of baseline deviations alone (no rule) may be dismissed: an answer that showed one of its
+  lines and has no finding at all keeps it at `info` with the model's reason; a finding on its
+  lines raises it but leaves the baseline's category.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
 """
@@ -299,20 +302,23 @@ def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int]:
 
 def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
     """Claims whose lines overlap the group's, riskiest first: of the group's category, or of any
-    category for a group of deviations (their category is the baseline's guess, the model's is better)."""
+    category for a group of deviations. The record keeps the group's category either way: on the
+    realdata held-out side the base model's categories for web deviations were wrong twice as often
+    as the baseline's (EVAL.md, security-v3)."""
     lines = set(group.line_numbers)
     return sorted((c for c in claims if (c.finding.category == group.category or group.deviations_only)
                    and lines & set(c.lines)), key=lambda c: -c.rank)
 
 
 def _dismissing(group: _Group, results: Sequence[LLMResult]) -> LLMResult | None:
-    """The answer that judged a group of deviations and found nothing on it: a prompt that showed one
-    of its lines (as a line, not inside a template) and was answered (no finding of it means
-    normal). None for a rules' group."""
+    """The answer that judged a group of deviations normal: a prompt that showed one of its lines (as a
+    line, not inside a template) and was answered with no finding at all (the dismissal). An answer
+    with findings elsewhere does not speak for the lines it left out: it may name FINDINGS_MAX at most,
+    and a focused part shows more deviations than that. None for a rules' group."""
     if not group.deviations_only:
         return None
     lines = set(group.line_numbers)
-    return next((r for r in results if r.assessment is not None
+    return next((r for r in results if r.assessment is not None and not r.assessment.findings
                  and any(lines.intersection(shown) for ref, shown in r.lines_of.items() if ref.startswith("L"))), None)
 
 
@@ -400,14 +406,12 @@ def _rules_anomaly(group: _Group) -> str:
 def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], anomaly: str,
             recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
             prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
-            ungrounded: Sequence[str] = (), id_category: str | None = None) -> RiskRecord:
-    """`id_category`: the category the record's id is made with when the record's own differs (a
-    deviation the model put in another category keeps the id it was stored under before review)."""
+            ungrounded: Sequence[str] = ()) -> RiskRecord:
     indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
                      line_end=window.line_end, prompt_version=prov.prompt_version,
-                     discriminator=f"{id_category or category}:{key}:{events[0].line_no}"
+                     discriminator=f"{category}:{key}:{events[0].line_no}"
                      + (f":g{window.generation}" if window.generation else "")),  # lines 1.. again after copytruncate
         source=window.source, inode=window.inode, host=HOST_SEPARATOR.join(hosts_of(events)) or None,
         line_start=events[0].line_no, line_end=events[-1].line_no,
@@ -429,22 +433,20 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
     common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
-                  id_category=group.category)
+                  category=group.category)
     if claim is None and dismissed is not None:
         reason = ground(dismissed.assessment.recommendation, dismissed.digest).text or NOTHING_FOUND
-        return _record(window, category=group.category, level="info",
+        return _record(window, level="info",
                        anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {reason}"[:STORED_TEXT_MAX],
                        recommendation=DISMISSED, techniques=_techniques(rule_techniques), decided_by="rules+llm",
                        llm=dismissed, **common)
     if claim is None:
-        return _record(window, category=group.category, level=group.floor, anomaly=_rules_anomaly(group),
+        return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
                        recommendation=DEFAULT_RECOMMENDATION[group.category],
                        techniques=_techniques(rule_techniques), decided_by="rules", llm=failure, **common)
-    category = claim.finding.category if group.deviations_only else group.category
-    common["category"] = category
     return _record(window, level=max(group.floor, claim.finding.risk_level, key=risk_rank),
                    anomaly=claim.anomaly or _rules_anomaly(group),
-                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
+                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, **common)
 

@@ -129,20 +129,26 @@ def test_a_deviation_the_model_finds_nothing_on_is_kept_at_info_with_its_reason(
     assert metrics.deviations_dismissed == len(records)
 
 
-def test_a_deviation_the_model_confirms_takes_its_category_and_level(site):
+def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_category_and_dismisses_no_other(site):
     store, today = site
 
     def answer(user):
         line = next(n for n in user.split("\n") if "sort=" in n and n.startswith(" L"))
         ref = line.split()[0]  # " L36 (T1): …" → "L36"
         return json.dumps({"findings": [{"evidence": [ref], "anomaly": "SQL injection in sort",
-                                         "category": "web_attack", "techniques": ["T1190"], "risk_level": "high"}],
+                                         "category": "reconnaissance", "techniques": ["T1190"], "risk_level": "high"}],
                            "recommendation": "Block 198.51.100.99."})
 
     run(store, FakeEngine(lambda user: answer(user) if "sort=" in user else NOTHING), today)
-    [confirmed] = [r for r in deviation_records(store) if r.risk_level != "info"]
-    assert (confirmed.risk_level, confirmed.category, confirmed.decided_by) == ("high", "web_attack", "rules+llm")
+    records = deviation_records(store)
+    [confirmed] = [r for r in records if r.risk_level == "high"]
+    # the base model's categories for web deviations were wrong twice as often as the baseline's (EVAL.md)
+    assert (confirmed.category, confirmed.decided_by) == ("web_attack", "rules+llm")
     assert confirmed.anomaly == "SQL injection in sort"
+    # one prompt showed all seven; an answer with a finding speaks only for its finding's lines (it names
+    # FINDINGS_MAX at most), so the other six stay as the baseline put them, not dismissed
+    others = [r for r in records if r is not confirmed]
+    assert len(others) == 6 and all((r.risk_level, r.decided_by) == ("low", "rules") for r in others)
 
 
 def test_a_rule_hit_is_never_lowered(tmp_path):
