@@ -58,7 +58,10 @@ class Request:
     client: str
     lines: list[int]
     dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
-    names: tuple[str, ...] = ()  # the distinct parameter names, in order
+    names: tuple[str, ...] = field(init=False)  # the distinct parameter names, in order (judge and learn both ask)
+
+    def __post_init__(self) -> None:
+        self.names = tuple(dict.fromkeys(n for n, _ in self.params)) if self.params else ()
 
 
 def endpoint_key(method: str, path: str) -> str:
@@ -143,8 +146,7 @@ def _logged_request(event: Event, session: str | None = None) -> Request | None:
     query = path.split("?", 1)[1] if "?" in path else ""
     params, dropped = _params(query)
     return Request(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
-                   client=_client(event, session), lines=[event.line_no], dropped=dropped,
-                   names=tuple(dict.fromkeys(n for n, _ in params)) if params else ())
+                   client=_client(event, session), lines=[event.line_no], dropped=dropped)
 
 
 @dataclass(slots=True)
