@@ -26,10 +26,12 @@ run: setup
 	logwarden records list --min-risk medium --db sqlite:///$(DB)
 
 # The agreed ruff rules, and the floors (cli → train | ui → app → engine → schemas | prompts | errors,
-# no cycles) as import-linter contracts in pyproject.toml.
+# no cycles) as import-linter contracts in pyproject.toml, and strict types on the data contract (schemas/)
+# and the engine's interface (engine/api.py), the two things every layer relies on.
 lint: setup-test
 	$(PYTHON) -m ruff check .
 	lint-imports
+	$(PYTHON) -m mypy --strict --follow-imports=silent logwarden/schemas logwarden/engine/api.py
 
 test: setup-test lint
 	$(PYTHON) -m pytest -q -ra

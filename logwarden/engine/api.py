@@ -20,7 +20,7 @@ class Request:
 
     system: str
     user: str
-    schema: dict | None = field(default=None, hash=False)  # dicts do not hash; equality still counts it
+    schema: dict[str, Any] | None = field(default=None, hash=False)  # dicts do not hash; equality still counts it
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +75,10 @@ class Engine(Protocol):
     model_name: str
     adapter_name: str | None
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
+    def generate(self, requests: Sequence[Request], *, schema: dict[str, Any] | None = None,
                  max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]: ...
 
-    def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
+    def stream(self, request: Request, *, schema: dict[str, Any] | None = None, max_new_tokens: int = 256,
                sampling: Sampling = Sampling()) -> TextStream: ...
 
     def count_tokens(self, text: str) -> int: ...

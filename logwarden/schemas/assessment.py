@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,17 +90,17 @@ class LLMAssessment(BaseModel):
                                 description="What the analyst should do (建议).")
 
 
-def assessment_json_schema() -> dict:
+def assessment_json_schema() -> dict[str, Any]:
     """The JSON schema of any answer (evidence ids by pattern): validation, servers without per-request schemas."""
     return copy.deepcopy(_base_schema())
 
 
 @lru_cache(maxsize=1)
-def _base_schema() -> dict:
+def _base_schema() -> dict[str, Any]:
     return LLMAssessment.model_json_schema()
 
 
-def answer_schema(refs: Sequence[str]) -> dict:
+def answer_schema(refs: Sequence[str]) -> dict[str, Any]:
     """The schema for one prompt: evidence may only name `refs` (the ids its digest shows), in that order."""
     if not refs:
         raise ValueError("a prompt's digest shows at least one line; refs must not be empty")
@@ -109,7 +109,7 @@ def answer_schema(refs: Sequence[str]) -> dict:
     return schema
 
 
-def schema_refs(schema: dict) -> list[str] | None:
+def schema_refs(schema: dict[str, Any]) -> list[str] | None:
     """The evidence ids a per-prompt schema admits (None for the generic schema)."""
     items = schema.get("$defs", {}).get("Finding", {}).get("properties", {}).get("evidence", {}).get("items", {})
     return list(items["enum"]) if "enum" in items else None

@@ -21,25 +21,14 @@ from logwarden.app.detect.pack import (
     default_pack_paths,
     installed_packs,
     load_placeholders,
+    load_rules,
     load_ruleset,
-    shipped_pack_path,
+    shipped_ruleset,
 )
 from logwarden.app.detect.view import EventView, url_decode
 
 __all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "describe_rules", "load_rules",
            "load_ruleset", "profile_from_settings", "ruleset_for", "shipped_ruleset", "url_decode"]
-
-
-def load_rules(paths: Sequence[str | Path] | None = None, *, profile: Profile | None = None) -> RuleSet:
-    """The rules in these packs (default: logwarden's shipped pack), with no disk cache."""
-    return load_ruleset([shipped_pack_path()] if paths is None else list(paths), profile=profile)
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_ruleset() -> RuleSet:
-    """logwarden's own pack, read and compiled once per process (rules are stateless: every
-    `Detector` keeps its own state), for callers that build many detectors."""
-    return load_rules()
 
 
 def profile_from_settings(settings) -> Profile:

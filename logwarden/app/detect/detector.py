@@ -22,7 +22,7 @@ from datetime import datetime
 from logwarden.app.detect.correlate import MAX_GROUPS, Correlation, Firing, Hit, line_weight
 from logwarden.app.detect.dispatch import Dispatch
 from logwarden.app.detect.logsource import Route, route_of
-from logwarden.app.detect.pack import CompiledRule, RuleSet
+from logwarden.app.detect.pack import CompiledRule, RuleSet, shipped_ruleset
 from logwarden.app.detect.view import EventView
 from logwarden.app.events import Event, Signal
 
@@ -86,8 +86,6 @@ class Detector:
     def __init__(self, rules: RuleSet | Iterable[CompiledRule] | None = None, *,
                  max_keys_per_rule: int = MAX_GROUPS) -> None:
         if rules is None:
-            from logwarden.app.detect import shipped_ruleset
-
             rules = shipped_ruleset()
         self.rules = rules if isinstance(rules, RuleSet) else RuleSet(rules=_with_feeders(list(rules)))
         active = self.rules.rules

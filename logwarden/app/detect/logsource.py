@@ -31,6 +31,7 @@ from sigma.pipelines.windows.windows import (
 from sigma.processing.transformations import FieldMappingTransformation
 
 from logwarden.app.events import Event
+from logwarden.app.parse import FORMATS
 
 Alias = str | Callable[[Event], Any]
 TEXT_FORMATS = frozenset(("syslog", "rfc5424", "generic", "json", "apache_error"))
@@ -503,8 +504,6 @@ _PROCESS_FORMATS = frozenset(("windows", "auditd", "json"))
 
 def formats_of(product: str | None, category: str | None, service: str | None) -> frozenset[str]:
     """The formats whose events can belong to this logsource (all of them when it names nothing)."""
-    from logwarden.app.parse import FORMATS
-
     possible = set(FORMATS)
     if product is not None:
         possible &= _PRODUCT_FORMATS.get(product, {"json"} if product in KNOWN_PRODUCTS else set())

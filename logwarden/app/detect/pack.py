@@ -17,6 +17,7 @@ engine accepts, a correlation without its rules).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -443,3 +444,15 @@ def load_ruleset(paths: Sequence[str | Path], *, profile: Profile | None = None,
     ruleset = build_ruleset(packs, profile or Profile())
     ruleset.packs = infos
     return ruleset
+
+
+def load_rules(paths: Sequence[str | Path] | None = None, *, profile: Profile | None = None) -> RuleSet:
+    """The rules in these packs (default: logwarden's shipped pack), with no disk cache."""
+    return load_ruleset([shipped_pack_path()] if paths is None else list(paths), profile=profile)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_ruleset() -> RuleSet:
+    """logwarden's own pack, read and compiled once per process (rules are stateless: every
+    `Detector` keeps its own state), for callers that build many detectors."""
+    return load_rules()

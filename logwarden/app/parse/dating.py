@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import PurePath
 
 from logwarden.app.events import LogLine
+from logwarden.app.parse import parse_stream
 
 _PROBE_A = datetime(2001, 7, 1)
 _PROBE_B = datetime(2011, 7, 1)
@@ -39,8 +40,6 @@ class FileDates:
 
 
 def sample_dates(lines: list[LogLine], path: str | None = None) -> FileDates:
-    from logwarden.app.parse import parse_stream
-
     found = FileDates()
     if not lines:
         return found
