@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
 from logwarden.app.baseline.deviation import REFERENCE
 from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.events import Event, Signal
-from logwarden.app.mine import SourceMiner, Window
+from logwarden.app.mine import Window
 from logwarden.engine.api import Request
 from logwarden.prompts import system_prompt, user_prompt
 from logwarden.schemas.assessment import answer_schema
@@ -358,13 +358,13 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _templates(window: Window, miner: SourceMiner) -> list[TemplateCount]:
+def _templates(window: Window, templates: Mapping[int, str]) -> list[TemplateCount]:
     counts = Counter(window.cluster_ids)
     first_line: dict[int, int] = {}
     for event, cid in zip(window.events, window.cluster_ids):
         first_line.setdefault(cid, event.line_no)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], first_line[item[0]]))
-    return [TemplateCount(f"T{i}", cid, _clip(miner.template(cid), TEMPLATE_CHARS), n, first_line[cid])
+    return [TemplateCount(f"T{i}", cid, _clip(templates.get(cid, "<evicted template>"), TEMPLATE_CHARS), n, first_line[cid])
             for i, (cid, n) in enumerate(ranked[:MAX_TEMPLATES], 1)]
 
 
@@ -504,11 +504,13 @@ def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
     return chosen[:MAX_SIGNAL_LINES]
 
 
-def build_digest(window: Window, miner: SourceMiner, signals: Sequence[Signal], *, focus: bool = False) -> Digest:
-    """The window's digest. `focus` (a review of what needs judgement): the lines shown are the
+def build_digest(window: Window, template_text: Mapping[int, str], signals: Sequence[Signal], *,
+                 focus: bool = False) -> Digest:
+    """The window's digest. `template_text` maps the window's cluster ids to their text
+    (`SourceMiner.templates`). `focus` (a review of what needs judgement): the lines shown are the
     baseline deviations' own; what the rules explained is only their summary row, rare lines are
     not shown for their rarity."""
-    templates = _templates(window, miner)
+    templates = _templates(window, template_text)
     lean = len(window.events) <= LEAN_MAX_LINES
     ref_of = {t.cluster_id: t.ref for t in templates}
     template_of_line = {e.line_no: ref_of[c] for e, c in zip(window.events, window.cluster_ids) if c in ref_of}

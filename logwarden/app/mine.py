@@ -139,6 +139,10 @@ class SourceMiner:
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)
         return cluster.get_template() if cluster is not None else "<evicted template>"
 
+    def templates(self, cluster_ids: Iterable[int]) -> dict[int, str]:
+        """The current template of each of these clusters (a window's, for its digest)."""
+        return {cid: self.template(cid) for cid in dict.fromkeys(cluster_ids)}
+
     def cluster_size(self, cluster_id: int) -> int:
         """How many lines the cluster holds so far (0 once evicted)."""
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)

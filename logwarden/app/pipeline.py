@@ -445,7 +445,7 @@ class Pipeline:
         if focus and not any(s.rule_id.startswith(BASELINE_RULES) for s in shown):
             self.metrics.windows_skipped_by_policy += 1
             return
-        digest = build_digest(window, miner, shown, focus=focus)
+        digest = build_digest(window, miner.templates(window.cluster_ids), shown, focus=focus)
         self.metrics.rare_lines += len(digest.rare)
         if not focus and not self._wants_llm(window, signals, digest.render()):
             return

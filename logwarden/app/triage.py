@@ -104,7 +104,7 @@ def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None
     window = next(windows(events, miner, source=source, inode=0, fmt=decision.name,
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
     signals = Detector(rules if rules is not None else ruleset_for()).scan(window.events)
-    digest = build_digest(window, miner, signals)
+    digest = build_digest(window, miner.templates(window.cluster_ids), signals)
     if shown_source is not None:  # records keep the hashed source; the model reads a name, not a hash
         digest = dataclasses.replace(digest, source=shown_source)
     parts = digest.parts(budget_tokens, count_tokens, max_parts=max_parts)

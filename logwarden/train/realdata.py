@@ -230,7 +230,7 @@ def cut(path: Path, *, count_tokens: TokenCounter, options: RunOptions = RunOpti
     for window in windows(events, miner, source=str(path), inode=0, fmt=decision.name,
                           max_lines=options.window_max_lines, max_gap_s=options.window_max_gap_s):
         signals = detector.scan(window.events)
-        digest = build_digest(window, miner, signals)
+        digest = build_digest(window, miner.templates(window.cluster_ids), signals)
         parts = digest.parts(options.prompt_token_budget, count_tokens, max_parts=options.max_prompts_per_window)
         yield Cut(window, signals, parts, digest.rare)
 

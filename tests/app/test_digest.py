@@ -28,7 +28,7 @@ def sshd(i: int, message: str) -> Event:
 def digest_of(events, signals=()):
     miner = SourceMiner()
     window = next(windows(events, miner, source="auth.log", inode=1, fmt="syslog"))
-    return window, build_digest(window, miner, list(signals))
+    return window, build_digest(window, miner.templates(window.cluster_ids), list(signals))
 
 
 def parsed(lines: list[str], path: str):
@@ -110,7 +110,7 @@ def test_one_access_line_gets_a_lean_digest():
 def test_a_one_line_window_of_a_file_keeps_its_source_and_drops_only_the_span():
     window, miner = parsed(["Mar  2 10:01:07 bastion sshd[9211]: Failed password for root from 198.51.100.77 port 5 ssh2"],
                            "auth.log")
-    [part] = build_digest(window, miner, []).parts(700, count)
+    [part] = build_digest(window, miner.templates(window.cluster_ids), []).parts(700, count)
     assert part.text.splitlines()[0].startswith(f"source: {window.source} (")
     assert part.text.splitlines()[1:] == ["rules fired: none", "lines:", f" L1: {window.events[0].raw}"]
 
@@ -121,7 +121,7 @@ def test_a_rare_request_shape_among_routine_ones_is_shown():
                f'200 {900 + i} "-" "Mozilla/5.0"' for i in range(400)]
     odd = '10.0.0.77 - - [01/Mar/2026:10:07:00 +0000] "GET /item.php?id=1%27%20or%20%271%27=%271 HTTP/1.1" 200 901 "-" "Mozilla/5.0"'
     window, miner = parsed(routine[:200] + [odd] + routine[200:], "access.log")
-    digest = build_digest(window, miner, [])
+    digest = build_digest(window, miner.templates(window.cluster_ids), [])
     assert len(digest.templates) == 1 and 201 in digest.rare
     assert value_shape("/item.php?id=17") == value_shape("/item.php?id=4") != value_shape(window.events[200].fields["path"])
     assert any(201 in p.shown_lines for p in digest.parts(700, count))
@@ -147,7 +147,7 @@ def test_each_part_carries_the_baseline_notes_of_its_own_lines():
                   for n in odd]
     miner = SourceMiner()
     window = next(windows(events, miner, source="auth.log", inode=1, fmt="syslog"))
-    digest = build_digest(window, miner, deviations, focus=True)
+    digest = build_digest(window, miner.templates(window.cluster_ids), deviations, focus=True)
     parts = digest.parts(260, count)
     assert len(parts) > 2
     for part in parts:

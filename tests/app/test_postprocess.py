@@ -35,7 +35,7 @@ def window_of(messages: list[str], signals=()):
                             ts=ts, host="web01", program="sshd", message=message, fields=fields, inode=42))
     miner = SourceMiner()
     window = next(windows(events, miner, source="/var/log/auth.log", inode=42, fmt="syslog"))
-    [part] = build_digest(window, miner, list(signals)).parts(2000, lambda s: len(s) // 4)
+    [part] = build_digest(window, miner.templates(window.cluster_ids), list(signals)).parts(2000, lambda s: len(s) // 4)
     return window, part
 
 
