@@ -21,7 +21,7 @@ from pathlib import Path
 from logwarden.app.config import Settings, declared, get_settings
 from logwarden.engine.api import Engine
 from logwarden.errors import ConfigError
-from logwarden.prompts import PROMPT_VERSION
+from logwarden.prompts import PROMPT_VERSION, USER_LEAD, system_prompt
 
 BACKENDS = ("local", "openai")
 SHIPPED_ADAPTERS = Path(__file__).resolve().parent.parent / "adapters"  # package data: one peft folder each
@@ -59,10 +59,7 @@ def open_engine(options: EngineOptions) -> Engine:
         engine = load_engine(engine=options.engine, model=options.model, adapter=resolve_adapter(options.model, options.adapter),
                              quant=options.quant, threads=options.threads, max_batch=options.max_batch,
                              cache_dir=get_settings().model_cache)
-        if hasattr(engine, "warm_prefix"):  # llama.cpp: the system prefix's KV from disk, not prefilled per process
-            from logwarden.prompts import USER_LEAD, system_prompt  # noqa: I001
-
-            engine.warm_prefix(system_prompt(), USER_LEAD)
+        engine.warm_prefix(system_prompt(), USER_LEAD)  # llama.cpp: the system prefix's KV from disk
         return engine
     if options.backend == "openai":
         return _open_openai(options)

@@ -66,7 +66,6 @@ from logwarden.app.postprocess import Provenance, assess_window
 from logwarden.app.review import Reviewer, ReviewItem, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
-from logwarden.engine.sizing import cuda_batch
 from logwarden.errors import RunStopped
 from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
@@ -308,9 +307,8 @@ class Pipeline:
         """Stop now: the engine's generations in flight are cancelled and the run raises
         `RunStopped` at its next window or review batch. Signal-safe."""
         self._cancel.set()
-        cancel = getattr(self.engine, "cancel", None)
-        if cancel is not None:
-            cancel()
+        if self.engine is not None:
+            self.engine.cancel()
 
     @property
     def cancelled(self) -> bool:
@@ -730,10 +728,7 @@ def throughput_options(options: RunOptions, engine: Engine | None) -> RunOptions
     memory holds (measured on the H200: 7B nf4 at batch 128 gives ~11× the records/s of batch 32
     plain generate, docs/GPU.md) instead of the CPU-sized default. The engine gets the same limit.
     Anything else (CPU, the OpenAI backend, rules only) gets `options` back unchanged."""
-    model = getattr(engine, "model", None)
-    if options.rules_only or model is None or getattr(model.device, "type", "cpu") != "cuda":
+    if options.rules_only or engine is None or engine.device != "cuda":
         return options
     prompt_tokens = engine.count_tokens(system_prompt()) + options.prompt_token_budget
-    batch = cuda_batch(model, prompt_tokens=prompt_tokens, new_tokens=options.max_new_tokens)
-    engine.max_batch = batch
-    return dataclasses.replace(options, max_batch=batch)
+    return dataclasses.replace(options, max_batch=engine.fit_batch(prompt_tokens, options.max_new_tokens))

@@ -42,6 +42,7 @@ from logwarden.app.indicators import extract_indicators
 from logwarden.app.keyfields import event_key_fields
 from logwarden.app.mine import Window
 from logwarden.app.safetext import clean_value
+from logwarden.engine.api import Engine
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import Finding
@@ -111,9 +112,9 @@ class Provenance:
     run_id: str | None = None
 
     @classmethod
-    def of(cls, engine, run_id: str | None = None) -> Provenance:
+    def of(cls, engine: Engine | None, run_id: str | None = None) -> Provenance:
         """What made a run's records: the engine's model and adapter (none for rules-only) and the prompt version."""
-        return cls(model=getattr(engine, "model_name", None), adapter=getattr(engine, "adapter_name", None),
+        return cls(model=engine.model_name if engine else None, adapter=engine.adapter_name if engine else None,
                    prompt_version=PROMPT_VERSION, run_id=run_id)
 
 

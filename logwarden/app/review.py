@@ -27,6 +27,7 @@ from logwarden.app.digest import DigestPart
 from logwarden.app.events import ErrorRow, Event, Signal
 from logwarden.app.mine import Window
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
+from logwarden.engine.api import Engine
 from logwarden.errors import InputError, LogwardenError, RunStopped
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import risk_rank
@@ -71,12 +72,11 @@ class Budget:
         return (self.seconds is None or spent_s < self.seconds) and (self.tokens is None or spent_tokens < self.tokens)
 
 
-def default_budget(spec: str, engine) -> Budget:
+def default_budget(spec: str, engine: Engine | None) -> Budget:
     """`auto`: unlimited on a GPU (minutes of work take seconds there), else `CPU_BUDGET`."""
     if spec.strip().lower() != "auto":
         return Budget.parse(spec)
-    device = getattr(getattr(engine, "model", None), "device", None)
-    if getattr(device, "type", "cpu") == "cuda" or getattr(engine, "base_urls", None):
+    if engine is not None and engine.device in ("cuda", "remote"):
         return Budget(spec="auto: unlimited (GPU or a model server)")
     budget = Budget.parse(CPU_BUDGET)
     budget.spec = f"auto: {CPU_BUDGET} (CPU)"

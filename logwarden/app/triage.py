@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.config import declared
@@ -38,13 +38,13 @@ class PartsStream(TextStream):
         self.generations: list[Generation | None] = []
         super().__init__(self._chain())
 
-    def _chain(self) -> Iterator[str]:
+    def _chain(self) -> Generator[str, None, Generation | None]:
         for i, stream in enumerate(self.streams):
             if i:
                 yield PART_SEPARATOR
             yield from stream
             self.generations.append(stream.generation)
-            self.generation = stream.generation
+        return self.generations[-1] if self.generations else None
 
 
 @dataclass(slots=True)
@@ -72,13 +72,13 @@ class Triage:
     def stream(self, engine: Engine, *, max_new_tokens: int = declared("max_new_tokens")) -> PartsStream:
         return PartsStream([engine.stream(request, max_new_tokens=max_new_tokens) for request in self.requests()])
 
-    def results(self, stream: TextStream | None) -> list[LLMResult] | None:
+    def results(self, stream: PartsStream | None) -> list[LLMResult] | None:
         if stream is None:
             return None
-        generations = getattr(stream, "generations", [stream.generation])
+        generations = stream.generations
         return [_result(g, part) for g, part in zip([*generations, *[None] * len(self.parts)], self.parts)]
 
-    def records(self, stream: TextStream | None, engine: Engine | None) -> list[RiskRecord]:
+    def records(self, stream: PartsStream | None, engine: Engine | None) -> list[RiskRecord]:
         """Records of the snippet; a rules-only record when the model failed. May be empty (benign)."""
         return build_records(self.window, self.signals, self.results(stream), Provenance.of(engine))
 

@@ -6,9 +6,10 @@ user part. `generate` runs a batch; `stream` yields text pieces of one request a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal
 
 MAX_BATCH = 8  # prompts per engine call by default (llama.cpp runs up to 4 of them as parallel slots)
 
@@ -61,26 +62,56 @@ class Generation:
 
 
 class TextStream:
-    """Iterate to get text pieces; after exhaustion `.generation` holds the full result."""
+    """Iterate to get text pieces; once drained, `.generation` holds the full result: the value the
+    generator returns. Leaving early closes the generator (an engine frees its slot there)."""
 
-    def __init__(self, pieces: Iterator[str]):
+    def __init__(self, pieces: Generator[str, None, Generation]):
         self._pieces = pieces
         self.generation: Generation | None = None
 
-    def __iter__(self) -> Iterator[str]:
-        return self._pieces
+    def __iter__(self) -> Generator[str, None, None]:
+        self.generation = yield from self._pieces
 
 
-class Engine(Protocol):
+Device = Literal["cpu", "cuda", "remote"]  # remote: an OpenAI-compatible server does the work
+
+
+class Engine(ABC):
+    """What every engine offers; callers use this and nothing else (no probing, no setting).
+
+    A subclass implements the four abstract methods (an incomplete one cannot be constructed); the
+    rest are no-ops where they mean nothing to it (a server has no prefix cache to warm)."""
+
     model_name: str
-    adapter_name: str | None
+    adapter_name: str | None = None
+    device: Device = "cpu"
+    max_batch: int = MAX_BATCH  # requests per engine call
 
-    def generate(self, requests: Sequence[Request], *, schema: dict[str, Any] | None = None,
-                 max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]: ...
+    @abstractmethod
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict[str, Any] | None = None,
+                 sampling: Sampling = Sampling()) -> list[Generation]: ...
 
-    def stream(self, request: Request, *, schema: dict[str, Any] | None = None, max_new_tokens: int = 256,
+    @abstractmethod
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict[str, Any] | None = None,
                sampling: Sampling = Sampling()) -> TextStream: ...
 
+    @abstractmethod
     def count_tokens(self, text: str) -> int: ...
 
+    @abstractmethod
     def describe(self) -> dict[str, Any]: ...
+
+    def warm_prefix(self, system: str, user_lead: str = "") -> dict[str, Any] | None:
+        """Prepare the shared system prefix (llama.cpp: its KV from disk) before the first request;
+        what was done, or None where there is nothing to warm."""
+        return None
+
+    def fit_batch(self, prompt_tokens: int, new_tokens: int) -> int:
+        """The batch this engine will run for prompts of this size (CUDA: what free memory holds)."""
+        return self.max_batch
+
+    def cancel(self) -> None:
+        """Stop the generations in flight (signal-safe); they return as errors or end early."""
+
+    def close(self) -> None:
+        """Free the model and its threads; the engine is not used afterwards."""

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,7 +46,7 @@ _LIBRARY_LOG = logging.getLogger("xllamacpp")  # llama.cpp's own chatter: the CL
 import llguidance  # noqa: E402
 import xllamacpp  # noqa: E402
 
-from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
+from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
 from logwarden.engine.embedded import sha256_of  # noqa: E402
 from logwarden.engine.gguf_meta import read_metadata  # noqa: E402
 from logwarden.engine.gguf_tokenizer import token_counter  # noqa: E402
@@ -106,7 +106,9 @@ class _Outcome:
         self.grammar_error = any(marker in message for marker in _GRAMMAR_ERRORS)
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(Engine):
+    device = "cpu"
+
     def __init__(self, config: LlamaCppConfig, *, model_name: str = "custom", sha256: str | None = None,
                  adapter_name: str | None = None, adapter_merged: bool = False):
         """`sha256`: the GGUF's, when the caller has checked it (else hashed when a prefix state
@@ -130,8 +132,8 @@ class LlamaCppEngine:
 
     # ---- Engine interface -------------------------------------------------------------------
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
-                 max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict | None = None,
+                 sampling: Sampling = Sampling()) -> list[Generation]:
         """Every request is a task of its own; llama.cpp batches them over its slots. `cancel()`
         from another thread (or a signal handler) ends the wait at once: unfinished tasks come
         back as failed generations ("cancelled") and are stopped at their next chunk."""
@@ -164,12 +166,9 @@ class LlamaCppEngine:
         finally:
             self._inflight.discard(cancel)
 
-    def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict | None = None,
                sampling: Sampling = Sampling()) -> TextStream:
-        body = self._body(request, schema, max_new_tokens, sampling)
-        text_stream = TextStream(iter(()))
-        text_stream._pieces = self._stream_pieces(text_stream, body)
-        return text_stream
+        return TextStream(self._stream_pieces(self._body(request, schema, max_new_tokens, sampling)))
 
     def count_tokens(self, text: str) -> int:
         return self._tokens.count(text)
@@ -294,7 +293,7 @@ class LlamaCppEngine:
         outcome.total_s = time.perf_counter() - outcome.started
         return outcome
 
-    def _stream_pieces(self, text_stream: TextStream, body: dict) -> Iterator[str]:
+    def _stream_pieces(self, body: dict) -> Generator[str, None, Generation]:
         """The task runs in a worker thread; pieces come through a queue. Leaving early (a closed
         generator: the UI's stop, Ctrl-C) or `cancel()` cancels it without waiting for it: a task
         still prefilling sends its next chunk only when the prefill is done."""
@@ -309,7 +308,7 @@ class LlamaCppEngine:
             finally:
                 cancel.set()
         _raise_on_grammar_error([item])
-        text_stream.generation = self._generation(item, 1)
+        return self._generation(item, 1)
 
     # ---- results ----------------------------------------------------------------------------
 

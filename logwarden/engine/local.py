@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from logwarden.engine.api import MAX_BATCH, Generation, GenStats, Request, Sampling, TextStream
+from logwarden.engine.api import MAX_BATCH, Engine, Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.constrained import BatchConstraint, GrammarCache
 from logwarden.engine.cuda_graphs import GraphDecoder
 from logwarden.engine.detok import Detokenizer
 from logwarden.engine.generate import BatchPlan, Step, run_batch
 from logwarden.engine.prefix_cache import PrefixCache, PrefixKV, SplitPrompt, prefill_prefix, split_prompt
+from logwarden.engine.sizing import cuda_batch
 from logwarden.errors import ConfigError, ModelError
 
 STATIC_BUCKET = 256
@@ -57,7 +58,7 @@ class _Tally:
     first_s: float | None = None
 
 
-class LocalEngine:
+class LocalEngine(Engine):
     def __init__(self, model: Any, tokenizer: Any, *, info: EngineInfo | None = None, max_batch: int = MAX_BATCH,
                  token_budget: int = 32_768, prefix_reuse: bool = True, cache_kind: str = "dynamic",
                  decoder: str = "eager", min_new_tokens: int = 0):
@@ -65,6 +66,7 @@ class LocalEngine:
         self.tokenizer = tokenizer
         self.info = info or EngineInfo()
         self.model_name = self.info.model_name
+        self.device = "cuda" if self.model.device.type == "cuda" else "cpu"
         self.adapter_name = self.info.adapter
         self.max_batch = max_batch
         self.token_budget = token_budget
@@ -83,20 +85,25 @@ class LocalEngine:
 
     # ---- Engine interface -------------------------------------------------------------------
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
-                 max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict | None = None,
+                 sampling: Sampling = Sampling()) -> list[Generation]:
         jobs = [_Job(i, self._split(r), r.schema or schema) for i, r in enumerate(requests)]
         results: dict[int, Generation] = {}
         for chunk in self._plan(jobs, max_new_tokens):
             results.update(self._run_with_backoff(chunk, max_new_tokens, sampling))
         return [results[i] for i in range(len(requests))]
 
-    def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict | None = None,
                sampling: Sampling = Sampling()) -> TextStream:
-        text_stream = TextStream(iter(()))
-        text_stream._pieces = self._stream_pieces(text_stream, _Job(0, self._split(request), request.schema or schema),
-                                                  max_new_tokens, sampling)
-        return text_stream
+        job = _Job(0, self._split(request), request.schema or schema)
+        return TextStream(self._stream_pieces(job, max_new_tokens, sampling))
+
+    def fit_batch(self, prompt_tokens: int, new_tokens: int) -> int:
+        """On CUDA, as many requests per call as free memory holds (docs/GPU.md: 7B nf4 at batch 128
+        gives ~11x the records/s of batch 32); on CPU the batch it was built with."""
+        if self.device == "cuda":
+            self.max_batch = cuda_batch(self.model, prompt_tokens=prompt_tokens, new_tokens=new_tokens)
+        return self.max_batch
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -163,8 +170,7 @@ class LocalEngine:
         total = time.perf_counter() - start
         return {job.index: self._generation(job, row, tally, len(chunk), total) for row, job in enumerate(chunk)}
 
-    def _stream_pieces(self, text_stream: TextStream, job: _Job, max_new_tokens: int,
-                       sampling: Sampling) -> Iterator[str]:
+    def _stream_pieces(self, job: _Job, max_new_tokens: int, sampling: Sampling) -> Generator[str, None, Generation]:
         start = time.perf_counter()
         tally = _Tally(tokens={0: []}, finished={})
         detok = Detokenizer(self.tokenizer)
@@ -174,7 +180,7 @@ class LocalEngine:
                 yield piece
         if piece := detok.flush():
             yield piece
-        text_stream.generation = self._generation(job, 0, tally, 1, time.perf_counter() - start)
+        return self._generation(job, 0, tally, 1, time.perf_counter() - start)
 
     def _steps(self, chunk: list[_Job], max_new_tokens: int, sampling: Sampling) -> Iterator[Step]:
         """The one loop both `generate` and `stream` consume."""

@@ -18,7 +18,7 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import httpx
 from httpx_sse import aconnect_sse
 
-from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
+from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream
 from logwarden.engine.openai_resilience import (
     Endpoint,
     EndpointPool,
@@ -96,10 +96,10 @@ class _LoopThread:
         self.loop.close()
 
 
-class OpenAIEngine:
-    """The `Engine` protocol over OpenAI-compatible chat completions (streamed, schema-bound)."""
+class OpenAIEngine(Engine):
+    """The `Engine` contract over OpenAI-compatible chat completions (streamed, schema-bound)."""
 
-    adapter_name: str | None = None
+    device = "remote"
 
     def __init__(self, base_urls: Sequence[str], *, model: str, api_key: str | None = None,
                  concurrency: int = 8, timeout_s: float = 120.0, max_retries: int = 4,
@@ -136,22 +136,18 @@ class OpenAIEngine:
 
     # ---- the Engine protocol -------------------------------------------------------------
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None,
-                 max_new_tokens: int = 256, sampling: Sampling = Sampling()) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict | None = None,
+                 sampling: Sampling = Sampling()) -> list[Generation]:
         """All requests concurrently (at most `concurrency` in flight); results in request order."""
         return self._runner.run(self._generate_all(list(requests), schema, max_new_tokens, sampling))
 
-    def stream(self, request: Request, *, schema: dict | None = None, max_new_tokens: int = 256,
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict | None = None,
                sampling: Sampling = Sampling()) -> TextStream:
         """Text pieces as the server sends them; `.generation` is set once the stream is drained."""
         pieces: queue.Queue[object] = queue.Queue()
         future = self._runner.submit(
             self._stream_one(request, schema, max_new_tokens, sampling, pieces))
-        def finish(generation: Generation) -> None:
-            text_stream.generation = generation
-
-        text_stream = TextStream(self._drain(pieces, future, finish))
-        return text_stream
+        return TextStream(self._drain(pieces, future))
 
     def count_tokens(self, text: str) -> int:
         """The server's own count (`/tokenize` of llama-server and vLLM); servers without that
@@ -196,12 +192,12 @@ class OpenAIEngine:
             pieces.put(_END)
 
     @staticmethod
-    def _drain(pieces: queue.Queue[object], future: concurrent.futures.Future[Generation],
-               finish: Callable[[Generation], None]) -> Iterator[str]:
+    def _drain(pieces: queue.Queue[object],
+               future: concurrent.futures.Future[Generation]) -> Generator[str, None, Generation]:
         try:
             while (piece := pieces.get()) is not _END:
                 yield str(piece)
-            finish(future.result())
+            return future.result()
         finally:
             future.cancel()  # the consumer stopped early: free the server slot
 

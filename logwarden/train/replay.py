@@ -16,30 +16,32 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from logwarden.engine.api import Generation, GenStats, Request, Sampling, TextStream
+from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream
 from logwarden.errors import InputError
 
 BENIGN = json.dumps({"findings": [], "recommendation": "recording"})
 
 
-class RecordingEngine:
+class RecordingEngine(Engine):
     """Keeps every distinct request; answers benign/info so the run goes on as usual."""
 
-    adapter_name = None
-
     def __init__(self, count_tokens: Callable[[str], int], model_name: str = "recording"):
-        self.count_tokens = count_tokens
+        self._count_tokens = count_tokens
         self.model_name = model_name
         self.requests: dict[str, Request] = {}
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None, max_new_tokens: int = 256,
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict | None = None,
                  sampling: Sampling = Sampling()) -> list[Generation]:
         for request in requests:
             self.requests.setdefault(request.user, request)
         return [Generation(BENIGN, GenStats(batch_size=len(requests)), finished=True) for _ in requests]
 
-    def stream(self, request: Request, **kw) -> TextStream:
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict | None = None,
+               sampling: Sampling = Sampling()) -> TextStream:
         raise NotImplementedError("recording is for batch runs")
+
+    def count_tokens(self, text: str) -> int:
+        return self._count_tokens(text)
 
     def describe(self) -> dict:
         return {"model": self.model_name, "recorded": len(self.requests)}
@@ -50,13 +52,13 @@ class RecordingEngine:
         return len(rows)
 
 
-class ReplayEngine:
+class ReplayEngine(Engine):
     """Answers from `{"user", "text", "finished", "stats"?}` rows generated for these prompts."""
 
     def __init__(self, answers: dict[str, dict], count_tokens: Callable[[str], int], *, model_name: str,
                  adapter_name: str | None = None):
         self.answers = answers
-        self.count_tokens = count_tokens
+        self._count_tokens = count_tokens
         self.model_name = model_name
         self.adapter_name = adapter_name
 
@@ -65,7 +67,7 @@ class ReplayEngine:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         return cls({row["user"]: row for row in rows}, count_tokens, **kw)
 
-    def generate(self, requests: Sequence[Request], *, schema: dict | None = None, max_new_tokens: int = 256,
+    def generate(self, requests: Sequence[Request], *, max_new_tokens: int, schema: dict | None = None,
                  sampling: Sampling = Sampling()) -> list[Generation]:
         return [self._answer(r) for r in requests]
 
@@ -77,8 +79,12 @@ class ReplayEngine:
         stats = GenStats(**{k: v for k, v in (row.get("stats") or {}).items() if k in GenStats.__slots__})
         return Generation(row["text"], stats, finished=row.get("finished", True), error=row.get("error"))
 
-    def stream(self, request: Request, **kw) -> TextStream:
+    def stream(self, request: Request, *, max_new_tokens: int, schema: dict | None = None,
+               sampling: Sampling = Sampling()) -> TextStream:
         raise NotImplementedError("replay is for batch runs")
+
+    def count_tokens(self, text: str) -> int:
+        return self._count_tokens(text)
 
     def describe(self) -> dict:
         return {"model": self.model_name, "adapter": self.adapter_name, "replayed": len(self.answers)}

@@ -6,43 +6,31 @@ stand-in (the code under test is the review around it; the real engine has its o
 from pathlib import Path
 
 import pytest
+from _fake_engine import NOTHING, FakeEngine
 from _log_fixtures import write_logs
 
 from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.review import BREAKER_FAILURES
 from logwarden.app.store import RecordFilter, open_store
-from logwarden.engine.api import Generation, GenStats
 from logwarden.errors import ModelError
 
 # T1 of the auth.log window is its most frequent template: the 30 failed passwords
 GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
         '"category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block 203.0.113.7."}')
-NOTHING = '{"findings":[],"recommendation":"No action needed."}'
 
 
-class ScriptedEngine:
-    model_name = "scripted"
-    adapter_name = None
+def scripted(*per_call) -> FakeEngine:
+    """One step per generate() call (an answer for the sshd prompts, or an exception), then GOOD; the
+    other windows (the access log) get "nothing abnormal"."""
+    engine = FakeEngine()
 
-    def __init__(self, script):
-        self.script = list(script)  # one entry per generate() call: a list of texts, or an exception
-        self.calls: list[int] = []
+    def reply(request):
+        n = len(engine.calls) - 1
+        step = per_call[n] if n < len(per_call) else GOOD
+        return step if isinstance(step, BaseException) or "sshd" in request.user else NOTHING
 
-    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
-        self.calls.append(len(requests))
-        step = self.script.pop(0) if self.script else GOOD
-        if isinstance(step, Exception):
-            raise step
-        # a scripted answer is about sshd lines; other windows (the access log) get "nothing abnormal"
-        texts = step if isinstance(step, list) else [step if "sshd" in r.user else NOTHING for r in requests]
-        return [Generation(text=t, stats=GenStats(prompt_tokens=100, new_tokens=20, batch_size=len(requests)),
-                           finished=t.endswith("}")) for t in texts[: len(requests)]]
-
-    def count_tokens(self, text):
-        return len(text) // 4
-
-    def describe(self):
-        return {"model": "scripted"}
+    engine.script = reply
+    return engine
 
 
 @pytest.fixture()
@@ -61,16 +49,16 @@ def records(store):
 
 def test_valid_answer_is_merged_and_can_raise(setup):
     path, store = setup
-    metrics = analyze(store, ScriptedEngine([GOOD]), path)
+    metrics = analyze(store, scripted(GOOD), path)
     [brute] = [r for r in records(store) if r.category == "brute_force"]
     assert brute.decided_by == "rules+llm" and brute.risk_level == "critical"
-    assert brute.engine_stats["new_tokens"] == 20 and metrics.llm_calls == 1
+    assert brute.engine_stats["new_tokens"] == FakeEngine().count_tokens(GOOD) and metrics.llm_calls == 1
 
 
 @pytest.mark.parametrize("bad", ["", "not json", '{"findings": [{"anomaly": "1.0.0.0.0.0', '{"findings":"x"}'])
 def test_invalid_output_falls_back_to_rules_with_the_error(setup, bad):
     path, store = setup
-    metrics = analyze(store, ScriptedEngine([bad, bad]), path)
+    metrics = analyze(store, scripted(bad, bad), path)
     brute = [r for r in records(store) if r.category == "brute_force"]
     assert brute and all(r.decided_by == "rules" for r in brute)
     assert brute[0].risk_level == "high"  # the rules' floor stands
@@ -81,7 +69,7 @@ def test_invalid_output_falls_back_to_rules_with_the_error(setup, bad):
 @pytest.mark.parametrize("exc", [ModelError("model missing"), RuntimeError("CUDA out of memory"), TimeoutError("slow")])
 def test_engine_exceptions_never_lose_the_window(setup, exc):
     path, store = setup
-    metrics = analyze(store, ScriptedEngine([exc, exc]), path)
+    metrics = analyze(store, scripted(exc, exc), path)
     assert [r.category for r in records(store) if r.decided_by == "rules"]
     windows = store.list_windows(source=str(path))
     assert sum(w.line_count for w in windows) == metrics.lines
@@ -95,7 +83,7 @@ def test_breaker_opens_after_repeated_failures(tmp_path):
             f"Mar  1 10:00:{j:02d} web01 sshd[{j}]: Failed password for root from 203.0.113.{i} port {j} ssh2\n"
             for j in range(12)))
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
-    engine = ScriptedEngine([RuntimeError("boom")] * 100)
+    engine = scripted(*[RuntimeError("boom")] * 100)
     metrics = Pipeline(store, engine, RunOptions(llm_policy="signals", max_batch=1)).analyze([folder])
     assert metrics.breaker_open
     assert len(engine.calls) == BREAKER_FAILURES  # nothing more was sent once the breaker opened

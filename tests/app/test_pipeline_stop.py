@@ -11,49 +11,17 @@ import threading
 from pathlib import Path
 
 import pytest
+from _fake_engine import FakeEngine
 from _log_fixtures import write_logs
 
 from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.cli.progress import RunProgress, estimate_eta
-from logwarden.engine.api import Generation, GenStats
 from logwarden.errors import RunStopped
 
 GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
         '"category":"brute_force","techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block it."}')
 WAIT_S = 120  # the stand-in's longest hold: far above any stop, so a stop that does not cancel fails the test
-
-
-class HoldingEngine:
-    """Answers at once (`hold=False`) or holds each batch until `cancel()` (or WAIT_S)."""
-
-    model_name = "holding"
-    adapter_name = None
-
-    def __init__(self, *, hold: bool):
-        self.hold = hold
-        self.generating = threading.Event()
-        self._cancel = threading.Event()
-        self.batches = 0
-
-    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
-        self.batches += 1
-        if self.hold:
-            self.generating.set()
-            self._cancel.wait(WAIT_S)
-            return [Generation(text="", stats=GenStats(), finished=False, error="llama.cpp: cancelled")
-                    for _ in requests]
-        return [Generation(text=GOOD, stats=GenStats(prompt_tokens=300, new_tokens=40, batch_size=len(requests)),
-                           finished=True) for _ in requests]
-
-    def cancel(self):
-        self._cancel.set()
-
-    def count_tokens(self, text):
-        return len(text) // 4
-
-    def describe(self):
-        return {"model": "holding"}
 
 
 @pytest.fixture()
@@ -65,7 +33,7 @@ def logs(tmp_path: Path) -> tuple[Path, str]:
 def test_cancel_during_generation_commits_what_was_done_and_leaves_the_rest_for_resume(logs):
     path, url = logs
     store = open_store(url)
-    engine = HoldingEngine(hold=True)
+    engine = FakeEngine(GOOD, hold=True, hold_s=WAIT_S)
     pipeline = Pipeline(store, engine, RunOptions(llm_policy="signals"))
     outcome: dict = {}
 
@@ -89,7 +57,7 @@ def test_cancel_during_generation_commits_what_was_done_and_leaves_the_rest_for_
     assert store.count_reviews() >= 1  # the prompt it stopped waits for review
     assert not store.list_errors()  # a stop is not an engine failure
 
-    resumed = Pipeline(store, HoldingEngine(hold=False), RunOptions(llm_policy="signals", resume=True))
+    resumed = Pipeline(store, FakeEngine(GOOD), RunOptions(llm_policy="signals", resume=True))
     metrics = resumed.analyze([path])
     assert metrics.lines == 0 and store.count_reviews() == 0  # nothing read twice, the waiting prompt answered
     assert any(r.decided_by == "rules+llm" for r in store.query_records(RecordFilter(), limit=100))
@@ -107,7 +75,7 @@ def test_cancel_rules_only_stops_at_the_next_window(logs):
 def test_progress_reports_prompts_queued_and_done_and_tokens(logs):
     path, url = logs
     events: list[tuple[str, int]] = []
-    metrics = Pipeline(open_store(url), HoldingEngine(hold=False), RunOptions(llm_policy="signals"),
+    metrics = Pipeline(open_store(url), FakeEngine(GOOD), RunOptions(llm_policy="signals"),
                        progress=lambda name, n: events.append((name, n))).analyze([path.parent])
     total = {name: sum(n for e, n in events if e == name) for name in ("llm_queued", "llm_done", "new_tokens")}
     assert total["llm_queued"] == total["llm_done"] == metrics.llm_calls > 0

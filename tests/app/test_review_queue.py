@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
+from _fake_engine import FakeEngine
 from _log_fixtures import write_logs
 from click.testing import CliRunner
 
@@ -21,7 +22,6 @@ from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.review import Budget
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.cli.main import main
-from logwarden.engine.api import Generation, GenStats, TextStream
 
 NOTHING = '{"findings":[],"recommendation":"Ordinary page views from known clients."}'
 STAMP = "10/Mar/2024:06:55:46 +0000"
@@ -34,39 +34,22 @@ class Crash(BaseException):
 INCIDENT_LEAD = "Untrusted incident records"
 
 
-class FakeEngine:
-    """Answers "nothing abnormal", or what `answer(user_prompt)` says; counts tokens like a model would."""
+def review_calls(engine: FakeEngine) -> list[list[str]]:
+    """The user prompts of each review call (incident stories left out)."""
+    return [[r.user for r in call] for call in engine.calls if not all(r.user.startswith(INCIDENT_LEAD) for r in call)]
 
-    model_name, adapter_name = "fake", None
 
-    def __init__(self, answer=None, crash_on_call: int | None = None):
-        self.answer = answer or (lambda _user: NOTHING)
-        self.calls: list[list[str]] = []
-        self.story_calls: list[list[str]] = []
-        self.crash_on_call = crash_on_call
+def reviewer(answer=lambda _user: NOTHING, crash_on_call: int | None = None) -> FakeEngine:
+    """Answers every prompt with `answer(user)`; review call number `crash_on_call` (from 0) is a `Crash`."""
+    engine = FakeEngine()
 
-    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
-        if self.crash_on_call is not None and len(self.calls) == self.crash_on_call:
-            raise Crash()
-        if all(r.user.startswith(INCIDENT_LEAD) for r in requests):  # incident stories: not the review's prompts
-            self.story_calls.append([r.user for r in requests])
-        else:
-            self.calls.append([r.user for r in requests])
-        return [Generation(text=self.answer(r.user), stats=GenStats(prompt_tokens=len(r.user) // 4, new_tokens=10,
-                                                                     batch_size=len(requests)), finished=True)
-                for r in requests]
+    def reply(request):
+        if crash_on_call is not None and len(review_calls(engine)) == crash_on_call + 1:
+            return Crash()
+        return answer(request.user)
 
-    def stream(self, request, *, schema=None, max_new_tokens=256, sampling=None):
-        [generation] = self.generate([request])
-        stream = TextStream(iter([generation.text[:10], generation.text[10:]]))
-        stream.generation = generation
-        return stream
-
-    def count_tokens(self, text):
-        return len(text) // 4
-
-    def describe(self):
-        return {"model": "fake"}
+    engine.script = reply
+    return engine
 
 
 def access(ip: str, target: str) -> str:
@@ -105,24 +88,24 @@ def deviation_records(store):
 
 def test_only_windows_with_deviations_reach_the_model_and_the_riskiest_go_first(site):
     store, today = site
-    engine = FakeEngine()
+    engine = reviewer()
     metrics = run(store, engine, today, window_max_lines=10, max_batch=1)
     assert len(deviation_records(store)) == 7 and metrics.windows_llm == metrics.prompts_queued == 4
-    assert len(engine.calls) == 4 and all(len(call) == 1 for call in engine.calls)
-    assert "sort=" in engine.calls[0][0]  # the medium deviation (two families agree) was asked first
-    assert all("lines:" in call[0] and "unlike this source's learned baseline" in call[0] for call in engine.calls)
+    assert len(review_calls(engine)) == 4 and all(len(call) == 1 for call in review_calls(engine))
+    assert "sort=" in review_calls(engine)[0][0]  # the medium deviation (two families agree) was asked first
+    assert all("lines:" in call[0] and "unlike this source's learned baseline" in call[0] for call in review_calls(engine))
 
 
 def test_prompts_of_several_windows_share_a_batch(site):
     store, today = site
-    engine = FakeEngine()
+    engine = reviewer()
     run(store, engine, today, window_max_lines=10, max_batch=8)
-    assert [len(call) for call in engine.calls] == [4]
+    assert [len(call) for call in review_calls(engine)] == [4]
 
 
 def test_a_deviation_the_model_finds_nothing_on_is_kept_at_info_with_its_reason(site):
     store, today = site
-    metrics = run(store, FakeEngine(), today)
+    metrics = run(store, reviewer(), today)
     records = deviation_records(store)
     assert records and all(r.risk_level == "info" and r.decided_by == "rules+llm" for r in records)
     assert all("judged normal by the model: Ordinary page views from known clients." in r.anomaly for r in records)
@@ -139,7 +122,7 @@ def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_cate
                                          "category": "reconnaissance", "techniques": ["T1190"], "risk_level": "high"}],
                            "recommendation": "Block 198.51.100.99."})
 
-    run(store, FakeEngine(lambda user: answer(user) if "sort=" in user else NOTHING), today)
+    run(store, reviewer(lambda user: answer(user) if "sort=" in user else NOTHING), today)
     records = deviation_records(store)
     [confirmed] = [r for r in records if r.risk_level == "high"]
     # the base model's categories for web deviations were wrong twice as often as the baseline's (EVAL.md)
@@ -154,29 +137,29 @@ def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_cate
 def test_a_rule_hit_is_never_lowered(tmp_path):
     write_logs(tmp_path / "logs")
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
-    run(store, FakeEngine(), tmp_path / "logs" / "auth.log", llm_policy="signals")
+    run(store, reviewer(), tmp_path / "logs" / "auth.log", llm_policy="signals")
     brute = [r for r in store.query_records(RecordFilter(), limit=100) if r.category == "brute_force"]
     assert brute and all(r.risk_level in ("high", "critical") for r in brute)  # "nothing abnormal" lowered nothing
 
 
 def test_the_budget_leaves_prompts_awaiting_review_and_review_pending_answers_them_once(site, tmp_path):
     store, today = site
-    metrics = run(store, FakeEngine(), today, window_max_lines=10, max_batch=1, llm_budget="1tok")
+    metrics = run(store, reviewer(), today, window_max_lines=10, max_batch=1, llm_budget="1tok")
     assert metrics.llm_calls == 1 and metrics.reviews_pending == 3  # one batch, then the budget was spent
     pending = store.query_records(RecordFilter(pending=True), limit=100)
     assert len(pending) == 6 and all(r.risk_level == "low" and r.decided_by == "rules" for r in pending)  # 2 a window
     windows = store.list_windows(source=str(today / "access.log"))
     assert sum(w.line_count for w in windows) == 40  # every line stored at ingestion, budget or not
 
-    engine = FakeEngine()
+    engine = reviewer()
     db = str(store.engine.url)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(backends, "open_engine", lambda _options: engine)
         result = CliRunner().invoke(main, ["review", "--pending", "--db", db, "--json"])
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)["reviewed"] == 3 and sum(map(len, engine.calls)) == 3
+        assert json.loads(result.stdout)["reviewed"] == 3 and sum(map(len, review_calls(engine))) == 3
         again = CliRunner().invoke(main, ["review", "--pending", "--db", db, "--json"])
-    assert json.loads(again.stdout)["reviewed"] == 0 and sum(map(len, engine.calls)) == 3  # nothing twice
+    assert json.loads(again.stdout)["reviewed"] == 0 and sum(map(len, review_calls(engine))) == 3  # nothing twice
     assert store.query_records(RecordFilter(pending=True), limit=100) == []
     assert all(r.risk_level == "info" for r in deviation_records(store))
     ids = [r.id for r in store.query_records(RecordFilter(), limit=1000)]
@@ -186,10 +169,10 @@ def test_the_budget_leaves_prompts_awaiting_review_and_review_pending_answers_th
 def test_a_kill_during_the_review_loses_no_ingested_line_and_a_resume_finishes_it(site):
     store, today = site
     with pytest.raises(Crash):
-        run(store, FakeEngine(crash_on_call=1), today, window_max_lines=10, max_batch=1)
+        run(store, reviewer(crash_on_call=1), today, window_max_lines=10, max_batch=1)
     assert sum(w.line_count for w in store.list_windows(source=str(today / "access.log"))) == 40
     assert store.count_reviews() == 3  # the first answer was committed, the rest waits
-    run(store, FakeEngine(), today, window_max_lines=10, max_batch=1, resume=True)
+    run(store, reviewer(), today, window_max_lines=10, max_batch=1, resume=True)
     assert store.count_reviews() == 0
     assert sum(w.line_count for w in store.list_windows(source=str(today / "access.log"))) == 40
 
@@ -210,7 +193,7 @@ def test_records_explain_streams_the_models_narrative(site, monkeypatch):
     [record, *_] = deviation_records(store)
     answer = ('{"findings":[{"evidence":["L1"],"anomaly":"Unknown parameter on item.php",'
               '"category":"web_attack","techniques":["T1190"],"risk_level":"low"}],"recommendation":"Watch it."}')
-    monkeypatch.setattr(backends, "open_engine", lambda _options: FakeEngine(lambda _user: answer))
+    monkeypatch.setattr(backends, "open_engine", lambda _options: reviewer(lambda _user: answer))
     result = CliRunner().invoke(main, ["records", "explain", record.id, "--db", str(store.engine.url)])
     assert result.exit_code == 0, result.output
     assert answer in result.stdout.replace("\n", "")
@@ -224,8 +207,8 @@ def test_a_deviation_a_rule_already_explains_is_not_asked(site):
     lines = log.read_text().splitlines()
     lines[35] = access("198.51.100.99", "/shop/item.php?id=3&qty=1&sort=1%27%20OR%201%3D1--")
     log.write_text("\n".join(lines) + "\n")
-    engine = FakeEngine()
+    engine = reviewer()
     metrics = run(store, engine, today, window_max_lines=10, max_batch=1)
-    assert not any("sort=" in prompt for call in engine.calls for prompt in call)
+    assert not any("sort=" in prompt for call in review_calls(engine) for prompt in call)
     assert metrics.prompts_queued == 3 and metrics.windows_skipped_by_policy == 1
     assert any(r.risk_level == "high" for r in store.query_records(RecordFilter(), limit=1000))

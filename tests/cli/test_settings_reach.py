@@ -1,7 +1,7 @@
 """Every run setting reaches every command that runs the model: `LOGWARDEN_MAX_NEW_TOKENS`,
 `LOGWARDEN_MAX_BATCH` and `LOGWARDEN_PROMPT_TOKEN_BUDGET` set in the environment are what analyze,
 watch, triage, eval and the UI's triage page hand the engine (one source: `Settings`, read through
-`RunOptions.from_settings` / `EngineOptions.from_settings`). The engine is a recording fake that
+`RunOptions.from_settings` / `EngineOptions.from_settings`). The engine is the tests' FakeEngine: it
 answers "nothing found"; everything around it is real (CLI, pipeline, SQLite store, Streamlit)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from _fake_engine import FakeEngine
 from _ui_helpers import APP
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
@@ -18,7 +19,6 @@ from logwarden.app.config import Settings, get_settings
 from logwarden.app.pipeline import RunOptions
 from logwarden.app.store import open_store
 from logwarden.cli.main import main
-from logwarden.engine.api import Generation, GenStats, TextStream
 
 NOTHING = json.dumps({"findings": [], "recommendation": "none"})
 MAX_NEW_TOKENS, MAX_BATCH, BUDGET = 77, 3, 555
@@ -26,34 +26,12 @@ LINES = [f"Mar 11 02:14:{i:02d} web-01 sshd[{2211 + i}]: Failed password for roo
          for i in range(40)]
 
 
-class RecordingEngine:
-    """Answers every prompt with an empty assessment; keeps what it was asked and how."""
+class Opened:
+    """An engine the command opened, with the options it was opened with."""
 
-    model_name, adapter_name = "fake", None
-
-    def __init__(self, options: backends.EngineOptions | None = None):
+    def __init__(self, options: backends.EngineOptions):
         self.options = options
-        self.max_new_tokens: list[int] = []
-        self.batches: list[int] = []
-        self.prompt_chars: list[int] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4
-
-    def generate(self, requests, *, schema=None, max_new_tokens=0, sampling=None):
-        self.max_new_tokens.append(max_new_tokens)
-        self.batches.append(len(requests))
-        self.prompt_chars += [len(r.user) for r in requests]
-        return [Generation(NOTHING, GenStats(batch_size=len(requests)), finished=True) for _ in requests]
-
-    def stream(self, request, *, schema=None, max_new_tokens=0, sampling=None):
-        [generation] = self.generate([request], max_new_tokens=max_new_tokens)
-        stream = TextStream(iter([generation.text]))
-        stream.generation = generation
-        return stream
-
-    def describe(self) -> dict:
-        return {"model": self.model_name}
+        self.engine = FakeEngine(NOTHING)
 
 
 @pytest.fixture
@@ -62,22 +40,23 @@ def engine(monkeypatch):
     for name, value in (("MAX_NEW_TOKENS", MAX_NEW_TOKENS), ("MAX_BATCH", MAX_BATCH), ("PROMPT_TOKEN_BUDGET", BUDGET)):
         monkeypatch.setenv(f"LOGWARDEN_{name}", str(value))
     get_settings.cache_clear()
-    made: list[RecordingEngine] = []
+    made: list[Opened] = []
 
     def open_engine(options):
-        made.append(RecordingEngine(options))
-        return made[-1]
+        made.append(Opened(options))
+        return made[-1].engine
 
     monkeypatch.setattr(backends, "open_engine", open_engine)
     yield made
     get_settings.cache_clear()
 
 
-def _used_the_settings(made: list[RecordingEngine]) -> RecordingEngine:
-    [fake] = made
-    assert fake.options.max_batch == MAX_BATCH
+def _used_the_settings(made: list[Opened]) -> FakeEngine:
+    [opened] = made
+    fake = opened.engine
+    assert opened.options.max_batch == MAX_BATCH
     assert fake.max_new_tokens and set(fake.max_new_tokens) == {MAX_NEW_TOKENS}
-    assert max(fake.batches) <= MAX_BATCH
+    assert max(map(len, fake.calls)) <= MAX_BATCH
     return fake
 
 
@@ -110,7 +89,7 @@ def test_triage_gets_the_settings(engine, tmp_path):
     assert result.exit_code == 0, result.output
     fake = _used_the_settings(engine)
     # the budget sized the prompt: far smaller than the 700-token default would allow
-    assert max(fake.prompt_chars) < 4 * BUDGET + 400
+    assert max(map(len, fake.prompts)) < 4 * BUDGET + 400
 
 
 def test_eval_gets_the_settings(engine, logs, tmp_path):
@@ -125,9 +104,9 @@ def test_eval_gets_the_settings(engine, logs, tmp_path):
 def test_the_ui_triage_page_gets_the_settings(engine, monkeypatch, tmp_path):
     from logwarden.ui import model
 
-    fake = RecordingEngine(backends.EngineOptions.from_settings(Settings()))
-    engine.append(fake)
-    monkeypatch.setattr(model, "get_engine", lambda: fake)
+    opened = Opened(backends.EngineOptions.from_settings(Settings()))
+    engine.append(opened)
+    monkeypatch.setattr(model, "get_engine", lambda: opened.engine)
     monkeypatch.setenv("LOGWARDEN_DB", f"sqlite:///{tmp_path}/ui.db")
     open_store(f"sqlite:///{tmp_path}/ui.db").close()  # the UI opens a store, it never creates one
     at = AppTest.from_file(str(APP), default_timeout=120).run()

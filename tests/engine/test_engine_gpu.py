@@ -227,20 +227,19 @@ def test_cuda_batch_from_real_free_memory():
 
 # ---- analyze's throughput mode ---------------------------------------------------------------
 
-def test_throughput_options_size_the_batch_from_free_cuda_memory(tiny_model, monkeypatch):
+def test_throughput_options_size_the_batch_from_free_cuda_memory(tiny_model, qwen_tokenizer, monkeypatch):
     from logwarden.app.pipeline import RunOptions, throughput_options
+    from logwarden.prompts import system_prompt
 
-    class CudaEngine:  # only what throughput_options reads: a model on a CUDA device, a token counter
-        model = SimpleNamespace(device=torch.device("cuda", 0), config=tiny_model.config, dtype=torch.bfloat16)
-        max_batch = 8
-
-        def count_tokens(self, text):
-            return 300
-
+    engine = LocalEngine(tiny_model, qwen_tokenizer, max_batch=8)
+    # the engine as it would be on a GPU: its model's device and dtype are all that sizing reads
+    engine.model = SimpleNamespace(device=torch.device("cuda", 0), config=tiny_model.config, dtype=torch.bfloat16)
+    engine.device = "cuda"
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (2 * 2**30, 141 * 2**30))
-    engine, options = CudaEngine(), RunOptions(max_new_tokens=320, prompt_token_budget=700)
+    options = RunOptions(max_new_tokens=320, prompt_token_budget=700)
     tuned = throughput_options(options, engine)
-    expected = batch_for_memory(2 * 2**30, ModelShape.of(tiny_model.config), prompt_tokens=1000, new_tokens=320)
+    expected = batch_for_memory(2 * 2**30, ModelShape.of(tiny_model.config),
+                                prompt_tokens=engine.count_tokens(system_prompt()) + 700, new_tokens=320)
     assert tuned.max_batch == engine.max_batch == expected > options.max_batch
     assert tuned.max_new_tokens == 320 and options.max_batch == 8  # a copy; the caller's options stay
 

@@ -22,6 +22,7 @@ from logwarden.schemas import assessment_json_schema
 
 SCHEMA = assessment_json_schema()
 FAST = {"backoff_base_s": 0.01, "backoff_cap_s": 0.05}
+NEW_TOKENS = 64  # what each call asks for (the fake servers answer what they answer)
 
 
 def engine_for(*urls: str, **kw) -> OpenAIEngine:
@@ -58,7 +59,7 @@ def test_body_has_system_then_user_strict_schema_stream_and_usage():
 
 def test_without_schema_no_response_format_is_sent():
     with StubServer(echo_user) as stub, engine_for(stub.url) as engine:
-        engine.generate(requests_for("x"))
+        engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert "response_format" not in stub.received[0].body
     assert "guided_json" not in stub.received[0].body
 
@@ -71,7 +72,7 @@ def test_results_come_back_in_request_order_with_bounded_in_flight():
 
     users = [f"window-{i}" for i in range(10)]
     with StubServer(slow_echo) as stub, engine_for(stub.url, concurrency=3) as engine:
-        generations = engine.generate(requests_for(*users))
+        generations = engine.generate(requests_for(*users), max_new_tokens=NEW_TOKENS)
     assert [g.text for g in generations] == users
     assert stub.max_in_flight == 3
 
@@ -79,7 +80,7 @@ def test_results_come_back_in_request_order_with_bounded_in_flight():
 def test_stats_come_from_usage_and_timing():
     usage = {"prompt_tokens": 321, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 300}}
     with StubServer(lambda b, n: Reply(pieces=("a", "b"), usage=usage)) as stub, engine_for(stub.url) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     stats = gen.stats
     assert (stats.prompt_tokens, stats.cached_prefix_tokens, stats.new_tokens) == (321, 300, 5)
     assert 0 < stats.ttft_s <= stats.total_s
@@ -90,7 +91,7 @@ def test_stats_come_from_usage_and_timing():
 def test_length_cut_answer_is_not_finished():
     with StubServer(lambda b, n: Reply(pieces=("{",), finish_reason="length")) as stub, \
             engine_for(stub.url) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert gen.finished is False and gen.error is None and gen.text == "{"
 
 
@@ -112,8 +113,8 @@ def dialects_sent(stub: StubServer) -> list[str]:
 
 def test_falls_back_to_json_object_and_remembers_it():
     with StubServer(rejects("json_schema")) as stub, engine_for(stub.url) as engine:
-        first = engine.generate(requests_for("a"), schema=SCHEMA)
-        second = engine.generate(requests_for("b", "c"), schema=SCHEMA)
+        first = engine.generate(requests_for("a"), schema=SCHEMA, max_new_tokens=NEW_TOKENS)
+        second = engine.generate(requests_for("b", "c"), schema=SCHEMA, max_new_tokens=NEW_TOKENS)
         described = engine.describe()["endpoints"][0]
     assert [g.text for g in first + second] == ["json_object"] * 3
     assert dialects_sent(stub) == ["json_schema", "json_object", "json_object", "json_object"]
@@ -124,7 +125,7 @@ def test_falls_back_to_json_object_and_remembers_it():
 def test_llama_cpp_python_style_500_on_both_falls_back_to_guided_json():
     with StubServer(rejects("json_schema", "json_object", status=500)) as stub, \
             engine_for(stub.url, concurrency=4) as engine:
-        generations = engine.generate(requests_for("a", "b", "c", "d"), schema=SCHEMA)
+        generations = engine.generate(requests_for("a", "b", "c", "d"), schema=SCHEMA, max_new_tokens=NEW_TOKENS)
     assert all(g.text == "guided_json" and g.error is None for g in generations)
     assert stub.received[-1].body["guided_json"] == SCHEMA
     assert "response_format" not in stub.received[-1].body
@@ -133,7 +134,7 @@ def test_llama_cpp_python_style_500_on_both_falls_back_to_guided_json():
 def test_server_refusing_every_dialect_gives_an_error_not_an_exception():
     with StubServer(rejects("json_schema", "json_object", "guided_json")) as stub, \
             engine_for(stub.url) as engine:
-        [gen] = engine.generate(requests_for("a"), schema=SCHEMA)
+        [gen] = engine.generate(requests_for("a"), schema=SCHEMA, max_new_tokens=NEW_TOKENS)
     assert gen.text == "" and "refused every structured-output dialect" in gen.error
     assert len(stub.received) == 3  # one try per dialect, no blind retries of a 400
 
@@ -141,7 +142,7 @@ def test_server_refusing_every_dialect_gives_an_error_not_an_exception():
 def test_fixed_response_format_is_not_probed():
     with StubServer(rejects("json_schema")) as stub, engine_for(stub.url, response_format="json_schema",
                                                                 max_retries=3) as engine:
-        [gen] = engine.generate(requests_for("a"), schema=SCHEMA)
+        [gen] = engine.generate(requests_for("a"), schema=SCHEMA, max_new_tokens=NEW_TOKENS)
     assert gen.error and len(stub.received) == 1
 
 
@@ -157,7 +158,7 @@ def fail_first(k: int, failure: Reply):
 ], ids=["500", "503", "429", "dropped-connection", "stream-cut"])
 def test_transient_failures_are_retried(failure: Reply):
     with StubServer(fail_first(2, failure)) as stub, engine_for(stub.url, max_retries=2) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert (gen.text, gen.error) == ("ok", None)
     assert len(stub.received) == 3
 
@@ -165,7 +166,7 @@ def test_transient_failures_are_retried(failure: Reply):
 def test_retries_exhausted_gives_error_and_empty_text():
     with StubServer(lambda b, n: Reply(status=502, error="bad gateway")) as stub, \
             engine_for(stub.url, max_retries=2, breaker_threshold=100) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert gen.text == "" and not gen.finished
     assert "bad gateway" in gen.error and "3 attempt" in gen.error
     assert len(stub.received) == 3
@@ -174,14 +175,14 @@ def test_retries_exhausted_gives_error_and_empty_text():
 def test_client_errors_are_not_retried():
     with StubServer(lambda b, n: Reply(status=404, error="model 'nope' not found")) as stub, \
             engine_for(stub.url, max_retries=3) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert "not found" in gen.error and len(stub.received) == 1
 
 
 def test_retry_after_is_honoured():
     script = fail_first(1, Reply(status=429, headers={"Retry-After": "1"}))
     with StubServer(script) as stub, engine_for(stub.url, max_retries=1) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert gen.error is None
     assert stub.received[1].at - stub.received[0].at >= 0.95
 
@@ -189,7 +190,7 @@ def test_retry_after_is_honoured():
 def test_per_request_timeout_then_error():
     with StubServer(lambda b, n: Reply(delay_s=1.5)) as stub, \
             engine_for(stub.url, timeout_s=0.3, max_retries=1) as engine:
-        [gen] = engine.generate(requests_for("x"))
+        [gen] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
     assert "timed out" in gen.error and len(stub.received) == 2
 
 
@@ -200,7 +201,7 @@ def test_least_outstanding_sends_more_to_the_faster_server():
     fast_script = lambda b, n: Reply(pieces=("fast",), delay_s=0.02)
     with StubServer(slow_script) as slow, StubServer(fast_script) as fast, \
             engine_for(slow.url, fast.url, concurrency=2) as engine:
-        generations = engine.generate(requests_for(*[str(i) for i in range(12)]))
+        generations = engine.generate(requests_for(*[str(i) for i in range(12)]), max_new_tokens=NEW_TOKENS)
     assert all(g.error is None for g in generations)
     assert len(slow.received) + len(fast.received) == 12
     assert len(fast.received) > 2 * len(slow.received)
@@ -208,7 +209,7 @@ def test_least_outstanding_sends_more_to_the_faster_server():
 
 def test_idle_pool_spreads_over_every_url():
     with StubServer(echo_user) as a, StubServer(echo_user) as b, engine_for(a.url, b.url, concurrency=1) as engine:
-        engine.generate(requests_for(*"abcdef"))
+        engine.generate(requests_for(*"abcdef"), max_new_tokens=NEW_TOKENS)
     assert len(a.received) == len(b.received) == 3
 
 
@@ -217,7 +218,7 @@ def test_dead_url_is_cut_off_by_its_breaker_and_nothing_is_lost():
     with StubServer(echo_user) as live, engine_for(dead, live.url, concurrency=4, max_retries=4,
                                                   breaker_threshold=2, breaker_cooldown_s=60) as engine:
         users = [f"w{i}" for i in range(12)]
-        generations = engine.generate(requests_for(*users))
+        generations = engine.generate(requests_for(*users), max_new_tokens=NEW_TOKENS)
         dead_state = engine.describe()["endpoints"][0]
     assert [g.text for g in generations] == users
     assert dead_state["breaker"] == "open"
@@ -227,7 +228,7 @@ def test_dead_url_is_cut_off_by_its_breaker_and_nothing_is_lost():
 def test_every_url_down_returns_errors_for_every_request_in_order():
     urls = [f"http://127.0.0.1:{free_port()}/v1" for _ in range(2)]
     with engine_for(*urls, max_retries=2, breaker_threshold=2, breaker_cooldown_s=60) as engine:
-        generations = engine.generate(requests_for(*[str(i) for i in range(6)]))
+        generations = engine.generate(requests_for(*[str(i) for i in range(6)]), max_new_tokens=NEW_TOKENS)
     assert len(generations) == 6
     assert all(g.text == "" and g.error and not g.finished for g in generations)
     assert any("unavailable" in g.error for g in generations)
@@ -237,10 +238,10 @@ def test_requests_wait_for_the_half_open_probe_instead_of_failing():
     script = lambda body, n: Reply(drop=True) if n == 0 else Reply(pieces=("ok",), delay_s=0.4)
     with StubServer(script) as stub, engine_for(stub.url, concurrency=4, max_retries=0, breaker_threshold=1,
                                                 breaker_cooldown_s=0.2) as engine:
-        [crashed] = engine.generate(requests_for("x"))
+        [crashed] = engine.generate(requests_for("x"), max_new_tokens=NEW_TOKENS)
         assert crashed.error and engine.describe()["endpoints"][0]["breaker"] == "open"
         time.sleep(0.25)  # cool-down over: the next request is the probe
-        generations = engine.generate(requests_for("a", "b", "c", "d"))
+        generations = engine.generate(requests_for("a", "b", "c", "d"), max_new_tokens=NEW_TOKENS)
     assert [g.text for g in generations] == ["ok"] * 4  # none spent its only attempt on "all down"
     assert len(stub.received) == 5
 
@@ -284,7 +285,7 @@ def test_pool_picks_least_outstanding_and_skips_open_breakers():
 
 def test_token_bucket_caps_the_request_rate():
     with StubServer(echo_user) as stub, engine_for(stub.url, concurrency=10, max_rps=5) as engine:
-        engine.generate(requests_for(*[str(i) for i in range(10)]))
+        engine.generate(requests_for(*[str(i) for i in range(10)]), max_new_tokens=NEW_TOKENS)
     times = sorted(r.at for r in stub.received)
     # a burst of 5, then 5 more at 5/s: the 10th cannot start before ~1 s after the first
     assert times[-1] - times[0] >= 0.9
@@ -295,7 +296,7 @@ def test_token_bucket_caps_the_request_rate():
 def test_stream_yields_pieces_then_sets_the_generation():
     pieces = ('{"anomaly":', ' "x"', "}")
     with StubServer(lambda b, n: Reply(pieces=pieces)) as stub, engine_for(stub.url) as engine:
-        text_stream = engine.stream(requests_for("x")[0], schema=SCHEMA)
+        text_stream = engine.stream(requests_for("x")[0], schema=SCHEMA, max_new_tokens=NEW_TOKENS)
         received = list(text_stream)
     assert tuple(received) == pieces
     assert text_stream.generation.text == "".join(pieces) and text_stream.generation.finished
@@ -304,11 +305,11 @@ def test_stream_yields_pieces_then_sets_the_generation():
 def test_stream_is_retried_before_the_first_piece_but_not_after():
     script = fail_first(1, Reply(status=503))
     with StubServer(script) as stub, engine_for(stub.url, max_retries=2) as engine:
-        text_stream = engine.stream(requests_for("x")[0])
+        text_stream = engine.stream(requests_for("x")[0], max_new_tokens=NEW_TOKENS)
         assert list(text_stream) == ["ok"]
     cut = Reply(pieces=("half", "rest"), cut_after=1)
     with StubServer(lambda b, n: cut) as stub, engine_for(stub.url, max_retries=2) as engine:
-        text_stream = engine.stream(requests_for("x")[0])
+        text_stream = engine.stream(requests_for("x")[0], max_new_tokens=NEW_TOKENS)
         assert list(text_stream) == ["half"]
     assert "interrupted after partial output" in text_stream.generation.error
     assert len(stub.received) == 1
@@ -319,7 +320,7 @@ def test_sync_facade_works_from_several_threads():
         results: dict[int, list[str]] = {}
 
         def worker(k: int) -> None:
-            results[k] = [g.text for g in engine.generate(requests_for(f"t{k}-a", f"t{k}-b"))]
+            results[k] = [g.text for g in engine.generate(requests_for(f"t{k}-a", f"t{k}-b"), max_new_tokens=NEW_TOKENS)]
 
         threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
         for t in threads:
@@ -368,7 +369,7 @@ def test_bad_options_raise_config_error_saying_how_to_fix(urls, kw, fragment):
 
 def test_describe_reports_the_endpoints():
     with StubServer(echo_user) as stub, engine_for(stub.url, concurrency=2, max_rps=3.5) as engine:
-        engine.generate(requests_for("a"))
+        engine.generate(requests_for("a"), max_new_tokens=NEW_TOKENS)
         described = engine.describe()
     assert json.loads(json.dumps(described))["backend"] == "openai"
     assert described["max_rps"] == 3.5 and described["endpoints"][0]["succeeded"] == 1

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from _fake_engine import FakeEngine
 from _hostile import CLEAR, RLO, TITLE, escape_name, escapes, has_raw_control
 from _repo import REPO
 from click.testing import CliRunner
@@ -17,7 +18,6 @@ from click.testing import CliRunner
 from logwarden.app import backends
 from logwarden.app.config import get_settings
 from logwarden.cli.main import main
-from logwarden.engine.api import Generation, GenStats, TextStream
 
 
 def cli(*args: str, **kw):
@@ -70,29 +70,12 @@ def test_triage_prints_the_hostile_lines_visibly():
     assert not has_raw_control(done.stdout) and "\\x1b]0;PWNED" in done.stdout  # the account, shown in the trace
 
 
-class HostileEngine:
-    """A model that repeats what the log said: escapes and bidi in its streamed answer."""
-
-    model_name, adapter_name = "hostile", None
-    ANSWER = json.dumps({"findings": [], "recommendation": "x"})
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4
-
-    def stream(self, request, *, schema=None, max_new_tokens=0, sampling=None):
-        stream = TextStream(iter([TITLE, CLEAR, "\x9b2J", RLO, self.ANSWER]))
-        stream.generation = Generation(self.ANSWER, GenStats(batch_size=1), finished=True)
-        return stream
-
-    def generate(self, requests, **_):
-        return [Generation(self.ANSWER, GenStats(batch_size=1), finished=True) for _ in requests]
-
-    def describe(self) -> dict:
-        return {"model": self.model_name}
+# A model that repeats what the log said: escapes and bidi streamed before its answer.
+HOSTILE_ANSWER = TITLE + CLEAR + "\x9b2J" + RLO + json.dumps({"findings": [], "recommendation": "x"})
 
 
 def test_the_models_streamed_answer_is_shown_not_obeyed(monkeypatch):
-    monkeypatch.setattr(backends, "open_engine", lambda options: HostileEngine())
+    monkeypatch.setattr(backends, "open_engine", lambda options: FakeEngine(HOSTILE_ANSWER, model_name="hostile", pieces=5))
     get_settings.cache_clear()
     line = "Mar  1 10:00:00 web01 sshd[1]: Failed password for root from 203.0.113.9 port 1 ssh2"
     done = cli("triage", line, "--no-store")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from _fake_engine import FakeEngine
 from _ui_helpers import fill_store
 from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
     CHROMIUM,
@@ -30,31 +31,23 @@ from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tes
 
 from logwarden.app.incidents.story import StoryWriter
 from logwarden.app.review import Budget
-from logwarden.engine.api import Generation, GenStats
 
 pytestmark = pytest.mark.browser
 
 
-class ScriptedEngine:
+def storyteller(incident) -> FakeEngine:
     """Writes a story from the records it is shown (their first host and address), citing them all."""
+    host = incident.hosts[0]
+    ip = incident.entities.get("ips", ["-"])[0]
 
-    model_name = "scripted-story"
+    def reply(request):
+        return {"title": f"Logins tried from {ip} on {host}",
+                "summary": f"{ip} tried one account after another on {host}, and on the other hosts "
+                           "below within the hour.", "stages": ["credential_access"],
+                "next_steps": [f"Block {ip}.", f"Check the accounts {ip} reached on {host}."],
+                "cited": request.schema["properties"]["cited"]["items"]["enum"]}
 
-    def __init__(self, incident):
-        self.incident = incident
-
-    def generate(self, requests, **_):
-        host = self.incident.hosts[0]
-        ip = self.incident.entities.get("ips", ["-"])[0]
-        answers = []
-        for request in requests:
-            ids = request.schema["properties"]["cited"]["items"]["enum"]
-            answers.append({"title": f"Logins tried from {ip} on {host}",
-                            "summary": f"{ip} tried one account after another on {host}, and on the other hosts "
-                                       "below within the hour.", "stages": ["credential_access"],
-                            "next_steps": [f"Block {ip}.", f"Check the accounts {ip} reached on {host}."],
-                            "cited": ids})
-        return [Generation(text=json.dumps(a), stats=GenStats(), finished=True) for a in answers]
+    return FakeEngine(reply, model_name="scripted-story")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +57,7 @@ def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("incident_browser")
     url, store = fill_store(folder, with_samples=True)
     incident = max(store.incidents.query(limit=1000), key=lambda i: (len(i.hosts), len(i.record_ids), i.id))
-    written = StoryWriter(store, ScriptedEngine(incident), budget=Budget()).write([incident], limit=1)
+    written = StoryWriter(store, storyteller(incident), budget=Budget()).write([incident], limit=1)
     assert written.written == 1
     port, log = free_port(), folder / "server.log"
     env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 
+from _fake_engine import FakeEngine
 from _ui_helpers import APP
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
@@ -54,22 +55,10 @@ def test_accept_and_mute_from_the_record_page(tmp_path, monkeypatch):
 
 
 def test_the_explain_button_streams_the_models_narrative(tmp_path, monkeypatch):
-    from logwarden.engine.api import Generation, GenStats, TextStream
     from logwarden.ui import model
 
     answer = ('{"findings":[{"evidence":["L1"],"anomaly":"A debug switch on a shop page",'
               '"category":"web_attack","techniques":["T1190"],"risk_level":"low"}],"recommendation":"Watch 203.0.113.4."}')
-
-    class Streaming:
-        model_name, adapter_name = "fake", None
-
-        def count_tokens(self, text):
-            return len(text) // 4
-
-        def stream(self, request, *, schema=None, max_new_tokens=0, sampling=None):
-            stream = TextStream(iter([answer[:20], answer[20:]]))
-            stream.generation = Generation(answer, GenStats(new_tokens=30), finished=True)
-            return stream
 
     db = f"sqlite:///{tmp_path / 'lw.db'}"
     (tmp_path / "logs").mkdir()
@@ -77,7 +66,7 @@ def test_the_explain_button_streams_the_models_narrative(tmp_path, monkeypatch):
         line("203.0.113.4", "/item.php?id=1%20UNION%20SELECT%20password%20FROM%20users--") + "\n")
     analysed = CliRunner().invoke(main, ["analyze", str(tmp_path / "logs"), "--rules-only", "--db", db, "--json"])
     [record, *_] = json.loads(analysed.stdout)["records"]
-    monkeypatch.setattr(model, "get_engine", lambda: Streaming())
+    monkeypatch.setattr(model, "get_engine", lambda: FakeEngine(answer))
     monkeypatch.setenv("LOGWARDEN_DB", db)
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     at.query_params["id"] = record["id"]

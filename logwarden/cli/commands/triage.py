@@ -57,7 +57,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
     if engine is not None:
         stream = prepared.stream(engine, max_new_tokens=options.max_new_tokens)
         out = sys.stderr if as_json else sys.stdout
-        stop = StopRequest(getattr(engine, "cancel", lambda: None))  # Ctrl-C / SIGTERM cancel the answer
+        stop = StopRequest(engine.cancel)  # Ctrl-C / SIGTERM cancel the answer
         with stop.installed():
             for piece in stream:
                 out.write(shown_block(piece))  # the model may repeat what the log said: shown, never obeyed

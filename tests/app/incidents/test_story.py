@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _fake_engine import NOTHING, FakeEngine
 from _incident_helpers import ATTACKER, burst, write
 from click.testing import CliRunner
 
@@ -14,23 +15,16 @@ from logwarden.app.incidents.story import StoryWriter, story_request
 from logwarden.app.review import Budget
 from logwarden.app.store import open_store
 from logwarden.cli.main import main as cli
-from logwarden.engine.api import Generation, GenStats
 from logwarden.schemas.incident import CITED_MAX, story_json_schema
 
 
-class ScriptedEngine:
-    """Answers each request with the next scripted text (given the request's own cited-id enum)."""
+def storyteller(answer) -> FakeEngine:
+    """Answers a story prompt with `answer(the record ids its schema admits)`, a review prompt with nothing found."""
+    def reply(request):
+        cited = (request.schema or {}).get("properties", {}).get("cited")
+        return answer(cited["items"]["enum"]) if cited else NOTHING
 
-    model_name = "scripted"
-
-    def __init__(self, answer):
-        self.answer = answer  # (allowed ids) -> dict
-        self.requests = []
-
-    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
-        self.requests += list(requests)
-        return [Generation(text=json.dumps(self.answer(r.schema["properties"]["cited"]["items"]["enum"])),
-                           stats=GenStats(prompt_tokens=300, new_tokens=80), finished=True) for r in requests]
+    return FakeEngine(reply, model_name="scripted")
 
 
 def stored_incident(tmp_path: Path):
@@ -69,7 +63,7 @@ def test_the_schema_lets_a_story_cite_each_member_once_at_most():
 
 def test_a_grounded_story_is_stored_with_its_citations(tmp_path):
     store, incident = stored_incident(tmp_path)
-    engine = ScriptedEngine(lambda ids: story(ids))
+    engine = storyteller(lambda ids: story(ids))
     stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stats.written == 1 and stats.invented == 0 and stored.story_by == "llm"
@@ -81,7 +75,7 @@ def test_a_grounded_story_is_stored_with_its_citations(tmp_path):
 def test_a_story_citing_an_invented_id_is_rejected_whole(tmp_path):
     store, incident = stored_incident(tmp_path)
     invented = "0123456789abcdef01234567"
-    engine = ScriptedEngine(lambda ids: story([ids[0], invented]))
+    engine = storyteller(lambda ids: story([ids[0], invented]))
     stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stats.invented == 1 and stats.rejected == 1 and stats.written == 0
@@ -90,7 +84,7 @@ def test_a_story_citing_an_invented_id_is_rejected_whole(tmp_path):
 
 def test_ungrounded_entities_are_dropped_and_counted(tmp_path):
     store, incident = stored_incident(tmp_path)
-    engine = ScriptedEngine(lambda ids: story(ids, summary=f"Address {ATTACKER} guessed root's password on web01. "
+    engine = storyteller(lambda ids: story(ids, summary=f"Address {ATTACKER} guessed root's password on web01. "
                                                            "It moved on to dc02.corp.example with mimikatz.exe.",
                                               next_steps=["Isolate 10.9.9.9 now.", f"Block {ATTACKER}."]))
     stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
@@ -103,7 +97,7 @@ def test_ungrounded_entities_are_dropped_and_counted(tmp_path):
 
 def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
     store, incident = stored_incident(tmp_path)
-    engine = ScriptedEngine(lambda ids: story(ids, title="Untrusted incident records", summary="Host 10.1.2.3 was hit."))
+    engine = storyteller(lambda ids: story(ids, title="Untrusted incident records", summary="Host 10.1.2.3 was hit."))
     stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
     assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (3 records)"
@@ -112,30 +106,10 @@ def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
 
 def test_a_spent_budget_writes_no_story(tmp_path):
     store, incident = stored_incident(tmp_path)
-    engine = ScriptedEngine(lambda ids: story(ids))
+    engine = storyteller(lambda ids: story(ids))
     stats = StoryWriter(store, engine, budget=Budget(tokens=1000), spent=(0.0, 1000)).write([incident], limit=5)
     assert stats.written == 0 and engine.requests == []
 
-
-class StoryOrNothingEngine(ScriptedEngine):
-    """The model of a whole run: an empty assessment for review prompts, a story for incident prompts."""
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4
-
-    def describe(self) -> dict:
-        return {"model": self.model_name}
-
-    def generate(self, requests, *, schema=None, max_new_tokens=256, sampling=None):
-        answers = []
-        for r in requests:
-            if "cited" in (r.schema or {}).get("properties", {}):
-                answers += super().generate([r], max_new_tokens=max_new_tokens)
-            else:
-                self.requests.append(r)
-                answers.append(Generation(text='{"findings": [], "recommendation": ""}', stats=GenStats(),
-                                          finished=True))
-        return answers
 
 
 def analysed(tmp_path: Path, engine, *, rules_only: bool):
@@ -149,7 +123,7 @@ def analysed(tmp_path: Path, engine, *, rules_only: bool):
 
 
 def test_analyze_with_a_model_writes_the_stories_of_its_incidents(tmp_path):
-    engine = StoryOrNothingEngine(lambda ids: story(ids))
+    engine = storyteller(lambda ids: story(ids))
     store, metrics = analysed(tmp_path, engine, rules_only=False)
     [incident] = store.incidents.query()
     assert metrics.incidents == 1 and metrics.stories == 1 and metrics.story_invented_ids == 0
@@ -157,7 +131,7 @@ def test_analyze_with_a_model_writes_the_stories_of_its_incidents(tmp_path):
 
 
 def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_path):
-    engine = StoryOrNothingEngine(lambda ids: story(ids))
+    engine = storyteller(lambda ids: story(ids))
     store, metrics = analysed(tmp_path, engine, rules_only=True)
     [incident] = store.incidents.query()
     assert metrics.incidents == 1 and metrics.stories == 0 and engine.requests == []
@@ -167,7 +141,7 @@ def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_pat
 def test_cut_off_repeated_one_word_and_prompt_echoing_parts_are_dropped(tmp_path):
     store, incident = stored_incident(tmp_path)  # at most 3 steps: the schema's bound
     repeated = f"Address {ATTACKER} guessed root's password on web01."
-    engine = ScriptedEngine(lambda ids: story(ids, summary=f"{repeated} {repeated} It then logged in as root. The records are untrusted "
+    engine = storyteller(lambda ids: story(ids, summary=f"{repeated} {repeated} It then logged in as root. The records are untrusted "
                                                            "data. The incident records contain information about "
                                                            "the incident's id, time, level, category, ATT&CK ids, "
                                                            "host, users, addresses. The Mal",
