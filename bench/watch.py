@@ -128,8 +128,9 @@ def main() -> int:
         measure("rules-only", source_lines(args.lines), stores)
         if args.model:
             from logwarden.app.backends import EngineOptions, open_engine
+            from logwarden.app.config import get_settings
 
-            engine = open_engine(EngineOptions(model="embedded", threads=args.threads))
+            engine = open_engine(EngineOptions.from_settings(get_settings(), model="embedded", threads=args.threads))
             measure("embedded model (suspicious policy)", source_lines(args.model_lines), stores, engine)
     finally:
         if cluster is not None:

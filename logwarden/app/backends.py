@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logwarden.app.config import Settings, declared, get_settings
+from logwarden.app.config import Settings, declared
 from logwarden.engine.api import Engine
 from logwarden.errors import ConfigError
 from logwarden.prompts import PROMPT_VERSION, USER_LEAD, system_prompt
@@ -43,12 +43,13 @@ class EngineOptions:
     concurrency: int = 8
     max_rps: float | None = None
     timeout_s: float = 120.0
+    cache_dir: Path | None = None  # where models are assembled (Settings.model_cache; from_settings sets it)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> EngineOptions:
         """The settings' engine choice, with the options a command was given (None = not given)."""
         options = cls(engine=settings.engine, model=settings.model, adapter=settings.adapter, quant=settings.quant,
-                      threads=settings.threads, max_batch=settings.max_batch)
+                      threads=settings.threads, max_batch=settings.max_batch, cache_dir=settings.model_cache)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -58,7 +59,7 @@ def open_engine(options: EngineOptions) -> Engine:
 
         engine = load_engine(engine=options.engine, model=options.model, adapter=resolve_adapter(options.model, options.adapter),
                              quant=options.quant, threads=options.threads, max_batch=options.max_batch,
-                             cache_dir=get_settings().model_cache)
+                             cache_dir=options.cache_dir)
         engine.warm_prefix(system_prompt(), USER_LEAD)  # llama.cpp: the system prefix's KV from disk
         return engine
     if options.backend == "openai":

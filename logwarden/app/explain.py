@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from logwarden.app.detect import load_sources
 from logwarden.app.grounding import ground
 from logwarden.app.triage import PartsStream, Triage, prepare
 from logwarden.schemas import RiskRecord
+
+if TYPE_CHECKING:
+    from logwarden.app.pipeline import RunOptions
+    from logwarden.engine.api import Engine
 
 
 @dataclass(slots=True)
@@ -33,10 +39,11 @@ class Explanation:
                 "stats": generation.stats.as_dict() if generation is not None else None}
 
 
-def explain(record: RiskRecord, engine, options) -> Explanation:
+def explain(record: RiskRecord, engine: Engine, options: RunOptions) -> Explanation:
     """Start streaming the model's explanation of `record` (iterate `.stream`)."""
     lines = [e.text for e in record.evidence.exemplars] or [record.anomaly]
-    triage = prepare("\n".join(lines), budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens)
+    triage = prepare("\n".join(lines), budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens,
+                     rules=load_sources(options.rules))
     return Explanation(record, triage, triage.stream(engine, max_new_tokens=options.max_new_tokens))
 
 

@@ -39,7 +39,7 @@ from typing import Protocol
 from logwarden.app.baseline import Baseline
 from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.config import Settings, declared
-from logwarden.app.detect import Detector, ruleset_for
+from logwarden.app.detect import Detector, RuleSources, load_sources
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.events import ErrorRow, LogLine, Signal
 from logwarden.app.incidents import IncidentOptions, Span, regroup
@@ -121,7 +121,7 @@ class RunOptions:
     # Long files commit records in chunks (bounded memory). The watcher sets None: a batch's
     # records and its offset must land in one transaction.
     commit_every_windows: int | None = 64
-    sigma: Sequence[str] = ()  # extra Sigma packs (--sigma), after the shipped, installed and configured ones
+    rules: RuleSources | None = None  # the run's packs (from_settings: shipped, installed, configured, --sigma); None: shipped
     baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
     year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
     # Incidents (app/incidents): grouping after the records are stored (analyze: once, after the review;
@@ -129,9 +129,11 @@ class RunOptions:
     incidents: IncidentOptions | None = field(default_factory=IncidentOptions)
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides) -> RunOptions:
-        """The settings' run defaults, with the options a command was given (None = not given)."""
-        options = cls(max_batch=settings.max_batch, max_new_tokens=settings.max_new_tokens,
+    def from_settings(cls, settings: Settings, *, sigma: Sequence[str | Path] = (), **overrides) -> RunOptions:
+        """The settings' run defaults, with the options a command was given (None = not given);
+        `sigma`: extra packs (--sigma), after the shipped, installed and configured ones."""
+        options = cls(rules=RuleSources.from_settings(settings, sigma), max_batch=settings.max_batch,
+                      max_new_tokens=settings.max_new_tokens,
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
                       quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
@@ -259,7 +261,7 @@ class Pipeline:
         self.progress = progress
         self.on_stored = on_stored  # told of each transaction's records once they are committed
         self.metrics = RunMetrics()
-        self.rules = ruleset_for(options.sigma)
+        self.rules = load_sources(options.rules)
         self.baseline = Baseline(store, mode=options.baseline)
         # Files being read by `analyze` and where their stored windows end: each chunk's commit
         # carries that position, so a kill -9 resumes a big file there, not at line 1.
@@ -276,7 +278,7 @@ class Pipeline:
     def _config(self) -> dict:
         opts = {k: getattr(self.options, k) for k in self.options.__slots__}
         opts["include"], opts["exclude"] = list(self.options.include), list(self.options.exclude)
-        opts["sigma"] = list(self.options.sigma)
+        opts["rules"] = self.options.rules.describe() if self.options.rules else None
         opts["incidents"] = self.options.incidents.describe() if self.options.incidents else None
         opts["engine"] = self.engine.describe() if self.engine else None
         return opts

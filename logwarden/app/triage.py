@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.config import declared
-from logwarden.app.detect import Detector, RuleSet, ruleset_for
+from logwarden.app.detect import Detector, RuleSet, shipped_ruleset
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.events import LogLine, Signal
 from logwarden.app.mine import SourceMiner, Window, windows
@@ -98,12 +98,12 @@ def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None
                   max_parts: int | None = None, rules: RuleSet | None = None, shown_source: str | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
     `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it;
-    `rules` default to the configured packs (`ruleset_for()`)."""
+    `rules` default to logwarden's shipped pack (a command passes the run's, `ruleset_for`)."""
     decision, events = parse_stream(log_lines, path=path)
     miner = SourceMiner()
     window = next(windows(events, miner, source=source, inode=0, fmt=decision.name,
                           max_lines=MAX_SNIPPET_LINES, max_gap_s=float("inf")))
-    signals = Detector(rules if rules is not None else ruleset_for()).scan(window.events)
+    signals = Detector(rules if rules is not None else shipped_ruleset()).scan(window.events)
     digest = build_digest(window, miner.templates(window.cluster_ids), signals)
     if shown_source is not None:  # records keep the hashed source; the model reads a name, not a hash
         digest = dataclasses.replace(digest, source=shown_source)

@@ -12,6 +12,7 @@ files or training.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from logwarden.app.grounding import ground
 from logwarden.app.postprocess import AssessmentError, parse_assessment
@@ -55,20 +56,20 @@ def _choose(example: Example, text: str | None) -> Example:
     return Example(example.key, example.system, example.user, assistant_text(answer), example.meta | {"teacher": "accepted"})
 
 
-def teacher_relabeller(spec: str, *, model_name: str | None = None) -> Callable[[list[Example]], list[Example]]:
-    engine = _open(spec, model_name)
+def teacher_relabeller(spec: str, *, cache_dir: Path, model_name: str | None = None) -> Callable[[list[Example]], list[Example]]:
+    """`cache_dir`: where a local model is assembled (the settings' model cache)."""
+    engine = _open(spec, model_name, cache_dir)
     return lambda examples: relabel(examples, engine)
 
 
-def _open(spec: str, model_name: str | None) -> Engine:
+def _open(spec: str, model_name: str | None, cache_dir: Path) -> Engine:
     if spec.startswith(("http://", "https://")):
         from logwarden.engine.openai_backend import OpenAIEngine
 
         return OpenAIEngine([spec], model=model_name or "default")
-    from logwarden.app.config import get_settings
     from logwarden.engine.load import load_engine
 
-    return load_engine(model=spec, adapter=None, cache_dir=get_settings().model_cache)
+    return load_engine(model=spec, adapter=None, cache_dir=cache_dir)
 
 
 __all__ = ["agrees_with_label", "relabel", "teacher_relabeller"]

@@ -20,7 +20,7 @@ def engine_options() -> EngineOptions:
 @st.cache_resource(show_spinner="Loading the model (first time only)…")
 def shared_engine(engine: str, model: str, adapter: str | None, quant: str, threads: int | None) -> Engine:
     return open_engine(EngineOptions(engine=engine, model=model, adapter=adapter, quant=quant, threads=threads,
-                                     max_batch=1))
+                                     max_batch=1, cache_dir=Settings().model_cache))
 
 
 def get_engine() -> Engine:

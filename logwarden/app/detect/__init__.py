@@ -1,9 +1,9 @@
 """Detection: Sigma rules (logwarden's own pack in `data/`, SigmaHQ and other packs) run over parsed
 `Event`s, correlations included; pySigma parses, logwarden evaluates.
 
-`ruleset_for(...)` loads the packs a run uses (shipped + installed + `LOGWARDEN_SIGMA_PATHS` +
-`--sigma`) with the profile from the settings; `Detector(ruleset).scan(events)` returns `Signal`s
-whose level is the floor of a record's risk and whose category is its default. This package knows
+`RuleSources.from_settings(...)` names the packs a run uses (shipped + installed +
+`LOGWARDEN_SIGMA_PATHS` + `--sigma`) with the profile from the settings, `load_sources` loads them;
+`Detector(ruleset).scan(events)` returns `Signal`s whose level is the floor of a record's risk and whose category is its default. This package knows
 the event field vocabulary (docs/FIELDS.md) but nothing about windows, prompts, the model or storage.
 """
 
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from logwarden.app.config import Settings
 from logwarden.app.detect.detector import Detector
 from logwarden.app.detect.pack import (
     CompiledRule,
@@ -27,27 +29,48 @@ from logwarden.app.detect.pack import (
 )
 from logwarden.app.detect.view import EventView, url_decode
 
-__all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "describe_rules", "load_rules",
+__all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "RuleSources", "describe_rules", "load_rules", "load_sources",
            "load_ruleset", "profile_from_settings", "ruleset_for", "shipped_ruleset", "url_decode"]
 
 
-def profile_from_settings(settings) -> Profile:
+def profile_from_settings(settings: Settings) -> Profile:
     statuses = {"stable", "test"} | ({"experimental"} if settings.sigma_experimental else set())
     mute = {m.strip() for m in settings.sigma_mute.split(",") if m.strip()}
     return Profile(min_level=settings.sigma_min_level, statuses=frozenset(statuses), mute=frozenset(mute))
 
 
-def ruleset_for(sigma_paths: Sequence[str | Path] = (), settings=None) -> RuleSet:
-    """The rules of a run: shipped + installed packs + LOGWARDEN_SIGMA_PATHS + `sigma_paths`, the
-    profile and placeholders from the settings, compiled packs cached under LOGWARDEN_HOME."""
-    if settings is None:
-        from logwarden.app.config import get_settings
+@dataclass(frozen=True, slots=True)
+class RuleSources:
+    """Where a run's rules come from, resolved from the settings once (at the command's edge):
+    the packs in order, the profile, the placeholder file, the compiled-pack cache."""
 
-        settings = get_settings()
-    paths = default_pack_paths(sigma_paths, home=settings.home, settings_paths=settings.sigma_paths)
-    return _cached_ruleset(tuple(str(p) for p in paths), profile_from_settings(settings),
-                           str(settings.sigma_placeholders or ""), str(settings.home / "cache" / "sigma"),
-                           tuple(str(p) for p in installed_packs(settings.home)))
+    paths: tuple[str, ...]
+    profile: Profile
+    placeholders: str = ""
+    cache_dir: str = ""
+    installed: tuple[str, ...] = ()  # packs under LOGWARDEN_HOME: one that cannot be read is skipped
+
+    @classmethod
+    def from_settings(cls, settings: Settings, sigma_paths: Sequence[str | Path] = ()) -> RuleSources:
+        """Shipped + installed packs + LOGWARDEN_SIGMA_PATHS + `sigma_paths` (--sigma)."""
+        paths = default_pack_paths(sigma_paths, home=settings.home, settings_paths=settings.sigma_paths)
+        return cls(tuple(str(p) for p in paths), profile_from_settings(settings), str(settings.sigma_placeholders or ""),
+                   str(settings.home / "cache" / "sigma"), tuple(str(p) for p in installed_packs(settings.home)))
+
+    def describe(self) -> dict:
+        return {"packs": list(self.paths), "profile": self.profile.describe()}
+
+
+def ruleset_for(sigma_paths: Sequence[str | Path], settings: Settings) -> RuleSet:
+    """The rules of a run as the settings configure them, plus `sigma_paths` (--sigma)."""
+    return load_sources(RuleSources.from_settings(settings, sigma_paths))
+
+
+def load_sources(sources: RuleSources | None) -> RuleSet:
+    """The rules these sources name, compiled packs cached (None: logwarden's shipped pack)."""
+    if sources is None:
+        return shipped_ruleset()
+    return _cached_ruleset(sources.paths, sources.profile, sources.placeholders, sources.cache_dir, sources.installed)
 
 
 @functools.lru_cache(maxsize=8)
@@ -59,11 +82,10 @@ def _cached_ruleset(paths: tuple[str, ...], profile: Profile, placeholders: str,
                         cache_dir=Path(cache_dir), optional=installed)
 
 
-def describe_rules(rule_ids: Sequence[str], ruleset: RuleSet | None = None) -> list[dict]:
+def describe_rules(rule_ids: Sequence[str], ruleset: RuleSet) -> list[dict]:
     """What the record's detail view shows of the rules that fired: title, level, description,
-    references and false positives (from the configured packs; an unknown id keeps only its id)."""
-    rules = ruleset if ruleset is not None else ruleset_for()
-    known = {r.id: r for r in rules.rules}
+    references and false positives (from the run's packs; an unknown id keeps only its id)."""
+    known = {r.id: r for r in ruleset.rules}
     out = []
     for rule_id in rule_ids:
         rule = known.get(rule_id)

@@ -68,18 +68,15 @@ COMMAND_MAX = 200  # runs.command's width
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
 
-def open_store(url: str | None = None, *, readonly: bool = False, current: bool = True, create: bool = True) -> Store:
-    """Open (creating folders and tables as needed) and migrate the database at `url`
-    (default: `Settings.db_url`). `readonly`: open an existing logwarden store as it is, writing
+def open_store(url: str, *, readonly: bool = False, current: bool = True, create: bool = True) -> Store:
+    """Open (creating folders and tables as needed) and migrate the database at `url` (the command
+    resolves it from --db or `Settings.db_url`). `readonly`: open an existing logwarden store as it is, writing
     nothing — for the commands that only read; `current` (with it) also requires its schema to be
     this logwarden's (`db info` shows an older one as it is). `create=False` (commands that review
     what is there): a store that does not exist yet — no SQLite file, or a PostgreSQL database
     without logwarden's tables — is a `StoreInputError` instead of a new empty store (a mistyped
     `--db` must not look like "no records"). Another application's database is refused either
     way, untouched (`StoreInputError`)."""
-    if url is None:
-        from logwarden.app.config import get_settings
-        url = get_settings().db_url
     if not create:
         require_file(url)
     _refuse_foreign_file(url)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from logwarden.app.config import get_settings
 from logwarden.cli.common import err_console, handle_errors, print_json
 
 
@@ -47,7 +48,7 @@ def build(out: Path, n: int, seed: int, val_fraction: float, token_counter: str,
     if teacher:
         from logwarden.train.teacher import teacher_relabeller
 
-        relabel = teacher_relabeller(teacher, model_name=teacher_model)
+        relabel = teacher_relabeller(teacher, model_name=teacher_model, cache_dir=get_settings().model_cache)
     extra = train_examples(load_split(split_path or SPLIT_FILE), count_tokens=count, seed=seed) if realdata else ()
     manifest = build_dataset(out, n=n, seed=seed, val_fraction=val_fraction, count_tokens=count,
                              tokenizer_name=name, relabel=relabel, extra_train=extra)
@@ -80,7 +81,6 @@ def split(out: Path | None, check: bool, as_json: bool) -> None:
 
 def _embedded_counter():
     """The embedded model's own token counts, read from its GGUF (no transformers needed)."""
-    from logwarden.app.config import get_settings
     from logwarden.engine.embedded import PACKS, ensure_gguf
     from logwarden.engine.gguf_meta import read_metadata
     from logwarden.engine.gguf_tokenizer import token_counter

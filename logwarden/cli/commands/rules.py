@@ -43,7 +43,7 @@ def rules(ctx, fmt, category, min_risk, state, search, sigma_paths, as_json):
     from logwarden.app.detect import ruleset_for
 
     started = time.perf_counter()
-    ruleset = ruleset_for(sigma_paths)
+    ruleset = ruleset_for(sigma_paths, get_settings())
     load_s = time.perf_counter() - started
     by_key = {r.key: r for r in ruleset.rules}
     rows = [_row(entry, by_key.get(entry["key"])) for entry in ruleset.report]

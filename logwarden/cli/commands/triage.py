@@ -52,7 +52,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
         engine = open_engine(engine_opts)
     prepared = prepare(snippet, budget_tokens=options.prompt_token_budget,
                        count_tokens=engine.count_tokens if engine else (lambda s: len(s) // 3),
-                       rules=ruleset_for(sigma_paths))
+                       rules=ruleset_for(sigma_paths, get_settings()))
     stream = None
     if engine is not None:
         stream = prepared.stream(engine, max_new_tokens=options.max_new_tokens)

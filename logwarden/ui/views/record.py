@@ -136,9 +136,10 @@ def _rules(rule_ids: list[str]) -> None:
     if not rule_ids:
         st.caption("none")
         return
-    from logwarden.app.detect import describe_rules
+    from logwarden.app.config import get_settings
+    from logwarden.app.detect import describe_rules, ruleset_for
 
-    for rule in describe_rules(rule_ids):
+    for rule in describe_rules(rule_ids, ruleset_for((), get_settings())):
         level = f" [{rule['level']}]" if rule["level"] else ""
         with st.expander(f"{rule['title']}{level} — {rule['id']}"):
             if rule["description"]:

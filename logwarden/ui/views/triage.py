@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from logwarden.app.config import Settings
+from logwarden.app.config import get_settings
+from logwarden.app.detect import load_sources, ruleset_for
 from logwarden.app.pipeline import RunOptions
 from logwarden.app.triage import Triage, prepare
 from logwarden.errors import LogwardenError
@@ -37,7 +38,7 @@ def render() -> None:
 
 def _assess(text: str, use_model: bool) -> list[RiskRecord] | None:
     try:
-        return _assess_with_model(text) if use_model else prepare(text).records(None, None)
+        return _assess_with_model(text) if use_model else prepare(text, rules=ruleset_for((), get_settings())).records(None, None)
     except LogwardenError as exc:
         st.error(str(exc))
         return None
@@ -47,8 +48,9 @@ def _assess_with_model(text: str) -> list[RiskRecord]:
     from logwarden.ui.model import get_engine
 
     engine = get_engine()
-    options = RunOptions.from_settings(Settings())
-    triage: Triage = prepare(text, budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens)
+    options = RunOptions.from_settings(get_settings())
+    triage: Triage = prepare(text, budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens,
+                             rules=load_sources(options.rules))
     st.caption("Model output (streamed)")
     stream = triage.stream(engine, max_new_tokens=options.max_new_tokens)
     show_stream(stream, st.empty())
