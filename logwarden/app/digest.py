@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote_plus
 
@@ -30,11 +30,9 @@ from logwarden.app.baseline.deviation import REFERENCE
 from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.events import Event, Signal
 from logwarden.app.mine import Window
-from logwarden.engine.api import Request
+from logwarden.engine.api import CountTokens, Request
 from logwarden.prompts import system_prompt, user_prompt
 from logwarden.schemas.assessment import answer_schema
-
-TokenCounter = Callable[[str], int]
 
 RARE_COUNT = 3  # a template or value shape seen at most this often in its window is rare
 LEAN_MAX_LINES = 3  # windows this small get the lean digest
@@ -283,7 +281,7 @@ class Digest:
 
     # ---- fitting into prompts ----------------------------------------------------------------
 
-    def parts(self, budget_tokens: int, count_tokens: TokenCounter, *, max_parts: int | None = None) -> list[DigestPart]:
+    def parts(self, budget_tokens: int, count_tokens: CountTokens, *, max_parts: int | None = None) -> list[DigestPart]:
         """Prompts of at most ~`budget_tokens` each (a part holds one line at least); together they show
         every required line, unless `max_parts` stops them first."""
         shape = self._shape(int(budget_tokens * HEADER_SHARE), count_tokens)
@@ -301,7 +299,7 @@ class Digest:
         groups = packer.pack(self.required, self.favoured, max_parts)
         return [self._part(shape, group, i, len(groups)) for i, group in enumerate(groups, 1)]
 
-    def _shape(self, budget: int, count_tokens: TokenCounter) -> HeaderShape:
+    def _shape(self, budget: int, count_tokens: CountTokens) -> HeaderShape:
         """The fullest header that fits `budget` (rare templates' lines are shown anyway)."""
         for shape in _SHRINK:
             if count_tokens(self.header(shape)) <= budget:

@@ -63,7 +63,7 @@ from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import NOT_LOGS, parse_stream
 from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.postprocess import Provenance, assess_window
-from logwarden.app.review import Reviewer, ReviewItem, ReviewWorker, default_budget
+from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.errors import RunStopped
@@ -218,7 +218,6 @@ class RunMetrics:
         return self.raw_chars / self.digest_chars if self.digest_chars else None
 
 
-Progress = Callable[[str, int], None]  # (counter name, increment)
 
 
 class PositionedLines(Protocol):

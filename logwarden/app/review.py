@@ -191,7 +191,7 @@ class ReviewStats:
     breaker_open: bool = False
 
 
-Progress = Callable[[str, int], None]
+Progress = Callable[[str, int], None]  # (counter name, increment): what a run reports as it goes
 
 
 class Reviewer:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.config import declared
@@ -21,7 +21,7 @@ from logwarden.app.events import LogLine, Signal
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
-from logwarden.engine.api import Engine, Generation, Request, TextStream
+from logwarden.engine.api import CountTokens, Engine, Generation, Request, TextStream, approx_tokens
 from logwarden.schemas.record import RiskRecord
 
 MAX_SNIPPET_LINES = 2000
@@ -83,7 +83,7 @@ class Triage:
         return build_records(self.window, self.signals, self.results(stream), Provenance.of(engine))
 
 
-def prepare(text: str, *, budget_tokens: int = declared("prompt_token_budget"), count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
+def prepare(text: str, *, budget_tokens: int = declared("prompt_token_budget"), count_tokens: CountTokens = approx_tokens,
             rules: RuleSet | None = None) -> Triage:
     """A pasted snippet (at most `MAX_SNIPPET_LINES` lines) → one prepared window."""
     lines = text.splitlines()[:MAX_SNIPPET_LINES] or [""]
@@ -94,7 +94,7 @@ def prepare(text: str, *, budget_tokens: int = declared("prompt_token_budget"), 
 
 
 def prepare_lines(log_lines: Sequence[LogLine], *, source: str, path: str | None = None, budget_tokens: int = declared("prompt_token_budget"),
-                  count_tokens: Callable[[str], int] = lambda s: len(s) // 3,
+                  count_tokens: CountTokens = approx_tokens,
                   max_parts: int | None = None, rules: RuleSet | None = None, shown_source: str | None = None) -> Triage:
     """Lines of one source → one window (no time-gap cut) through the pipeline's own stages.
     `path` is a file name that hints the format (e.g. `.json`), as `parse_stream` takes it;

@@ -7,11 +7,19 @@ user part. `generate` runs a batch; `stream` yields text pieces of one request a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 MAX_BATCH = 8  # prompts per engine call by default (llama.cpp runs up to 4 of them as parallel slots)
+
+CountTokens = Callable[[str], int]  # an engine's `count_tokens`, or `approx_tokens` where no model is at hand
+
+
+def approx_tokens(text: str) -> int:
+    """About three characters a token (logs are dense in digits and punctuation): for sizing prompts
+    where no tokenizer is at hand (rules-only triage, a server without /tokenize, the dataset)."""
+    return len(text) // 3 + 1
 
 
 @dataclass(frozen=True, slots=True)

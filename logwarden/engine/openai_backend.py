@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import httpx
 from httpx_sse import aconnect_sse
 
-from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream
+from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream, approx_tokens
 from logwarden.engine.openai_resilience import (
     Endpoint,
     EndpointPool,
@@ -151,12 +151,12 @@ class OpenAIEngine(Engine):
 
     def count_tokens(self, text: str) -> int:
         """The server's own count (`/tokenize` of llama-server and vLLM); servers without that
-        endpoint get an estimate of 4 characters per token."""
+        endpoint get `approx_tokens`."""
         if self._tokenize_supported is not False:
             count = self._runner.run(self._tokenize_count(text))
             if count is not None:
                 return count
-        return max(1, round(len(text) / 4)) if text else 0
+        return approx_tokens(text) if text else 0
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -30,6 +30,7 @@ from logwarden.app.events import LogLine, Signal
 from logwarden.app.grounding import ground
 from logwarden.app.mine import Window
 from logwarden.app.triage import Triage, prepare_lines
+from logwarden.engine.api import CountTokens, approx_tokens
 from logwarden.errors import ConfigError
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
@@ -39,7 +40,6 @@ from logwarden.train.targets import Truth, answer
 
 PROMPT_TOKEN_BUDGET = declared("prompt_token_budget")  # train on what production sends
 DATASET_VERSION = "6"  # 6: analyze_v3 prompts as the pipeline queues them (train/production.py)
-TokenCounter = Callable[[str], int]
 Generated = Callable[[int, str], Iterable["Example"]]  # (windows, split name) → their examples
 
 
@@ -81,14 +81,9 @@ class Example:
                            "meta": self.meta | {"key": self.key}}, ensure_ascii=False)
 
 
-def approx_tokens(text: str) -> int:
-    """Fallback token count when no tokenizer is at hand (Qwen averages ~3.3 chars/token on logs)."""
-    return len(text) // 3 + 1
-
-
 # ---- rendering through the pipeline's stages ------------------------------------------------------
 
-def render(scenario: Scenario, count_tokens: TokenCounter = approx_tokens,
+def render(scenario: Scenario, count_tokens: CountTokens = approx_tokens,
            budget: int = PROMPT_TOKEN_BUDGET) -> Rendered:
     """One scenario = one window: the triage path (parse → mine → detect → digest → prompts)."""
     lines, offset = [], 0
@@ -132,7 +127,7 @@ def example_for(key: str, part: DigestPart, target: LLMAssessment, signals: list
 
 # ---- examples and files --------------------------------------------------------------------------------
 
-def examples_at(key: str, count_tokens: TokenCounter = approx_tokens) -> tuple[list[Example], Rendered]:
+def examples_at(key: str, count_tokens: CountTokens = approx_tokens) -> tuple[list[Example], Rendered]:
     """The examples (one per prompt) of one seed key; the same key always gives the same examples."""
     rng = random.Random(key)
     rendered = render(draw(rng), count_tokens)
@@ -148,20 +143,20 @@ def examples_at(key: str, count_tokens: TokenCounter = approx_tokens) -> tuple[l
     return out, rendered
 
 
-def example_at(key: str, count_tokens: TokenCounter = approx_tokens) -> tuple[Example, Rendered]:
+def example_at(key: str, count_tokens: CountTokens = approx_tokens) -> tuple[Example, Rendered]:
     """The first example of a seed key (most windows have one prompt)."""
     found, rendered = examples_at(key, count_tokens)
     return found[0], rendered
 
 
-def examples(n: int, *, seed: int, split: str, count_tokens: TokenCounter = approx_tokens) -> Iterator[Example]:
+def examples(n: int, *, seed: int, split: str, count_tokens: CountTokens = approx_tokens) -> Iterator[Example]:
     """Examples of `n` generated windows (a window of several prompts gives several)."""
     for i in range(n):
         yield from examples_at(f"{seed}/{split}/{i}", count_tokens)[0]
 
 
 def build_dataset(out: Path, *, n: int, seed: int = 0, val_fraction: float = 0.1,
-                  count_tokens: TokenCounter = approx_tokens, tokenizer_name: str = "approx",
+                  count_tokens: CountTokens = approx_tokens, tokenizer_name: str = "approx",
                   relabel: Callable[[list[Example]], list[Example]] | None = None,
                   extra_train: Iterable[Example] = (), generated: Generated | None = None) -> dict:
     """Write train.jsonl / val.jsonl / manifest.json; returns the manifest. `n` generated windows
@@ -187,7 +182,7 @@ def build_dataset(out: Path, *, n: int, seed: int = 0, val_fraction: float = 0.1
 
 
 def _manifest(splits: dict[str, list[Example]], *, seed: int, tokenizer_name: str, out: Path,
-              count_tokens: TokenCounter) -> dict:
+              count_tokens: CountTokens) -> dict:
     answers = [count_tokens(e.assistant) for items in splits.values() for e in items]
     targets = {name: dict(Counter(e.meta.get("target", "finding" if e.meta["findings"] else "no findings")
                                   for e in items)) for name, items in splits.items()}

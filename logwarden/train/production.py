@@ -29,10 +29,10 @@ from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.evaluate import LabelledUnit
 from logwarden.app.events import Signal
 from logwarden.app.review import ReviewItem
+from logwarden.engine.api import CountTokens
 from logwarden.schemas import LLMAssessment
 from logwarden.train.targets import Truth, answer
 
-TokenCounter = Callable[[str], int]
 WHOLE_UNIT_LINES = 20  # a unit this long or longer is a recording-level label ("this file is the attack")
 ATTACK_TYPES = {"sqli": "SQL injection in a request parameter", "xss": "Cross-site scripting in a request parameter",
                 "path-traversal": "Path traversal in a request parameter",
@@ -64,7 +64,7 @@ class RichUnit(LabelledUnit):
 
 # ---- the pipeline, its review items kept ----------------------------------------------------------
 
-def collect_items(paths: Sequence[Path], history: Sequence[Path], count_tokens: TokenCounter, *,
+def collect_items(paths: Sequence[Path], history: Sequence[Path], count_tokens: CountTokens, *,
                   llm_policy: str = "deviations", max_prompts_per_window: int | None = None) -> list[ReviewItem]:
     """The review items `analyze` queues for `paths` after its baseline learned `history`, in queue order."""
     import dataclasses
@@ -207,7 +207,7 @@ def load_rich_units(folder: Path) -> list[RichUnit]:
     return [RichUnit.model_validate(json.loads(line)) for line in rows if line.strip()]
 
 
-def realdata_examples(split: dict, *, count_tokens: TokenCounter, folder: Path | None = None, seed: int = 0,
+def realdata_examples(split: dict, *, count_tokens: CountTokens, folder: Path | None = None, seed: int = 0,
                       history_shares: Sequence[float] = HISTORY_SHARES, sources: Sequence[str] | None = None) -> Iterator:
     """Examples of the split's train side as `logwarden eval --history-share` runs it: each source a
     site whose first share of benign units the baseline learned, the rest and every attack analysed,
@@ -304,7 +304,7 @@ class ScenarioJudge:
     """A store whose baseline learned the generated history once; each scenario is then analysed as a
     source of its own against that history (its judging learns nothing into the store)."""
 
-    def __init__(self, folder: Path, count_tokens: TokenCounter, *, seed: int, history: int | None = None):
+    def __init__(self, folder: Path, count_tokens: CountTokens, *, seed: int, history: int | None = None):
         import dataclasses
 
         from logwarden.app.baseline.learn import learn_paths

@@ -35,7 +35,7 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +46,7 @@ from logwarden.app.ingest import TailRead
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import parse_stream
 from logwarden.app.pipeline import RunOptions, line_limit
+from logwarden.engine.api import CountTokens
 from logwarden.errors import InputError
 from logwarden.train.targets import Truth, answer
 
@@ -65,7 +66,6 @@ WHOLE_UNIT_LINES = 20  # a unit this long or longer is a recording-level label (
 ATTACK_TYPES = {"sqli": "SQL injection in a request parameter", "xss": "Cross-site scripting in a request parameter",
                 "path-traversal": "Path traversal in a request parameter",
                 "cmdi": "Command injection in a request parameter"}
-TokenCounter = Callable[[str], int]
 
 
 def shared_dir() -> Path:
@@ -221,7 +221,7 @@ class Cut:
     rare: list[int]
 
 
-def cut(path: Path, *, count_tokens: TokenCounter, options: RunOptions = RunOptions()) -> Iterator[Cut]:
+def cut(path: Path, *, count_tokens: CountTokens, options: RunOptions = RunOptions()) -> Iterator[Cut]:
     """The windows of one file through ingest → parse → mine → detect → digest → parts, with the run
     options `analyze` uses (window size and gap, prompt budget, prompts per window)."""
     reader = TailRead(path, start_offset=0, start_line=1, max_line_bytes=line_limit(path))
@@ -281,7 +281,7 @@ def _recording_truths(unit: RealUnit, part: DigestPart, cut_: Cut) -> list[Truth
 MAX_PER_FILE = {"httpparams": 600, "loghub": 50}  # examples per file: the big uniform sources would drown the rest
 
 
-def train_examples(split: dict, *, count_tokens: TokenCounter, folder: Path | None = None,
+def train_examples(split: dict, *, count_tokens: CountTokens, folder: Path | None = None,
                    seed: int = 0, max_files: int | None = None) -> Iterator:
     """Examples of every train-side file (see the module docstring for the targets). Every prompt of a
     window is cut (no cap on prompts per window: the rare lines all reach training); a big file keeps a

@@ -14,7 +14,7 @@ from email.utils import formatdate
 import pytest
 from _server_helpers import Reply, StubServer, free_port
 
-from logwarden.engine.api import Request, Sampling
+from logwarden.engine.api import Request, Sampling, approx_tokens
 from logwarden.engine.openai_backend import OpenAIEngine
 from logwarden.engine.openai_resilience import CircuitBreaker, EndpointPool, backoff_delay, parse_retry_after
 from logwarden.errors import ConfigError
@@ -334,7 +334,7 @@ def test_sync_facade_works_from_several_threads():
 
 def test_count_tokens_falls_back_to_an_estimate_without_tokenize():
     with StubServer(lambda b, n: Reply(status=404, error="no such route")) as stub, engine_for(stub.url) as engine:
-        assert engine.count_tokens("x" * 40) == 10
+        assert engine.count_tokens("x" * 40) == approx_tokens("x" * 40)
         assert engine.count_tokens("") == 0
 
 

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 from logwarden.app.digest import DigestPart
 from logwarden.app.events import Signal
 from logwarden.app.grounding import ground
+from logwarden.engine.api import approx_tokens
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment
-from logwarden.train.dataset import approx_tokens, build_dataset
+from logwarden.train.dataset import build_dataset
 from logwarden.train.production import (
     DISMISSAL,
     FileLabels,

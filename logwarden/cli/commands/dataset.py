@@ -40,7 +40,8 @@ def dataset() -> None:
 def build(out: Path, n: int, seed: int, val_fraction: float, token_counter: str, teacher: str | None,
           teacher_model: str | None, realdata: bool, split_path: Path | None, as_json: bool) -> None:
     """Generate varied, realistic labelled windows rendered exactly as the pipeline prompts the model."""
-    from logwarden.train.dataset import approx_tokens, build_dataset
+    from logwarden.engine.api import approx_tokens
+    from logwarden.train.dataset import build_dataset
     from logwarden.train.realdata import SPLIT_FILE, load_split, train_examples
 
     count, name = (approx_tokens, "approx") if token_counter == "approx" else _embedded_counter()

@@ -41,6 +41,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
     from logwarden.app.detect import ruleset_for
     from logwarden.app.pipeline import RunOptions
     from logwarden.app.triage import prepare
+    from logwarden.engine.api import approx_tokens
 
     snippet = _read_snippet(text)
     engine_opts = make_engine_options(engine_kw)
@@ -51,7 +52,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
 
         engine = open_engine(engine_opts)
     prepared = prepare(snippet, budget_tokens=options.prompt_token_budget,
-                       count_tokens=engine.count_tokens if engine else (lambda s: len(s) // 3),
+                       count_tokens=engine.count_tokens if engine else approx_tokens,
                        rules=ruleset_for(sigma_paths, get_settings()))
     stream = None
     if engine is not None:
