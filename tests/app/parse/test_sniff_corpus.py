@@ -151,3 +151,22 @@ def test_readmes_and_markdown_are_still_skipped(name):
 def test_one_log_line_in_prose_makes_the_file_read():
     lines = [*READMES["dataset_readme"], CORPUS["bgl_ras"][0]]
     assert detect_format(lines, "/data/x/notes.md").name not in NOT_LOGS
+
+
+def test_a_named_file_that_is_skipped_is_warned_about_counted_and_listed(tmp_path, caplog):
+    import json
+
+    from click.testing import CliRunner
+
+    from logwarden.cli.main import main as cli
+
+    readme, ras = tmp_path / "README.md", tmp_path / "ras.log"
+    readme.write_text("\n".join(READMES["project_readme"]) + "\n")
+    ras.write_text("\n".join(CORPUS["bgl_ras"] * 5) + "\n")
+    done = CliRunner().invoke(cli, ["analyze", str(readme), str(ras), "--rules-only", "--json", "--final",
+                                    "--db", f"sqlite:///{tmp_path / 'lw.db'}"])
+    assert done.exit_code == 0, done.output
+    assert f"{readme}: named on the command line but not read" in caplog.text  # a warning, as it happens
+    report = json.loads(done.stdout[done.stdout.index("{"):])
+    assert list(report["metrics"]["skipped"]) == [str(readme)]
+    assert report["metrics"]["lines"] == 20 and str(ras) in report["metrics"]["formats"]
