@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+import os
 import threading
 import time
 from collections import Counter
@@ -268,6 +269,7 @@ class Pipeline:
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._named: set[str] = set()  # real paths of the files `analyze` was given by name
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
         self._cancel = threading.Event()
@@ -288,6 +290,7 @@ class Pipeline:
         """Every file to the end (rules' and baselines' records stored as they come), then the
         model's review of what needs judgement, within the budget."""
         found = list(iter_files(paths, include=self.options.include, exclude=self.options.exclude))
+        self._named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
         self._dates = self._run_dates([item for item in found if isinstance(item, Path)])
         try:
             for item in found:
@@ -390,6 +393,8 @@ class Pipeline:
         fmt = decision.name
         if fmt in NOT_LOGS:  # README.md, labels.jsonl: skipped, nothing stored (they are looked at again next time)
             self.metrics.skipped[source] = decision.reason
+            if os.path.realpath(source) in self._named:  # the user asked for this file: say so now, not at the end
+                log.warning("%s: named on the command line but not read: %s", source, decision.reason)
             self.metrics.files -= 1
             return fmt
         key = (source, inode, generation)

@@ -231,7 +231,19 @@ def parse_time(value: str | None, option: str = "--since") -> datetime | None:
     except ValueError:
         raise InputError(f"{option} {value!r}: give an ISO time (2026-11-30T08:00) or an age like 15m, 24h, "
                          "7d") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    try:  # the store compares in UTC: 0001-01-01T00:00+14:00 has no UTC time
+        return parsed.astimezone(timezone.utc) if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    except OverflowError:
+        raise InputError(f"{option} {value!r}: this time has no UTC equivalent (before year 1 or after 9999 "
+                         "once its offset is applied); give a time within years 1–9999 UTC") from None
+
+
+def time_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """`--since` and `--until` as times (`parse_time`); a range that ends before it starts is an error."""
+    start, end = parse_time(since, "--since"), parse_time(until, "--until")
+    if start is not None and end is not None and end < start:
+        raise InputError(f"--until {until!r} is before --since {since!r}: nothing can match; swap them")
+    return start, end
 
 
 class StopRequest:

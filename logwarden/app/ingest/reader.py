@@ -40,21 +40,31 @@ _OPENERS = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma
 _STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
 # Bytes that never occur in text logs; \t \n \r \f \b and ESC (ANSI colours) do.
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\b\x1b") + b"\x7f"
+# Binary: more than this share of the sampled bytes is control or invalid, and so is this share
+# of its lines (executables, images, databases: ≥ 0.5 of their lines in an 8 KiB sample)
+_BINARY_BYTES, _BINARY_LINES = 0.30, 1 / 3
 _EVTX_MAX_FAILURES = 50  # damaged chunks in one EVTX file before reading it is abandoned
 
 
 def sniff_binary(sample: bytes) -> bool:
-    """True when `sample` (a file's first bytes) is not text: many control or invalid bytes.
+    """True when `sample` (a file's first bytes, or several pieces of it joined by newlines) is
+    not text: many control or invalid bytes, spread over many of its lines. A few bad lines (a
+    `logger` line of 3,000 0xFF bytes near the top of an auth.log) do not make a log binary: they
+    are read with U+FFFD in place of the bad bytes, and the rest of the file with them.
 
     NULs are not counted: a run of them is a log pre-allocated, or padded after a crash, and its
     lines are read with the NULs dropped (and counted, `LogLine.nul_bytes`), not the whole file skipped.
     """
     sample = sample.replace(b"\x00", b"")
-    if not sample:
+    if not sample or _bad_share(sample) <= _BINARY_BYTES:
         return False
-    control = len(sample) - len(sample.translate(None, _CONTROL))
-    invalid = sample.decode("utf-8", "replace").count("\ufffd")
-    return (control + invalid) / len(sample) > 0.30
+    lines = [line for line in sample.split(b"\n") if line.strip()]
+    return sum(_bad_share(line) > _BINARY_BYTES for line in lines) >= _BINARY_LINES * len(lines)
+
+
+def _bad_share(data: bytes) -> float:
+    control = len(data) - len(data.translate(None, _CONTROL))
+    return (control + data.decode("utf-8", "replace").count("\ufffd")) / len(data)
 
 
 def read_lines(path: Path, *, start_offset: int = 0, start_line: int = 1,
@@ -250,6 +260,7 @@ class TailRead:
         """Sniff the first bytes, then position the stream at `start_offset`."""
         try:
             sample = stream.read(SNIFF_BYTES)
+            spread = b"" if self.compressed else _spread_sample(stream)
             stream.seek(self.start_offset)
         except _STREAM_ERRORS as exc:
             return self._error(0, f"cannot decompress ({exc}); the file is damaged or not in "
@@ -257,7 +268,7 @@ class TailRead:
         if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return self._error(0, "UTF-16 text is not supported; convert it first, e.g. "
                                "`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`")
-        if sniff_binary(sample):
+        if sniff_binary(sample) and sniff_binary(sample + b"\n" + spread):
             log.warning("%s: binary file skipped", self.source)
             return self._error(0, "binary file skipped (not text); exclude it or pass a log file")
         return None
@@ -371,6 +382,22 @@ def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
         text = f"{text.rstrip(chr(13))}… [truncated {dropped} bytes]"
     # positional: a dataclass's __init__ with keywords costs twice as much, once per line
     return LogLine(source, inode, offset, line_no, text, bool(dropped), end, nuls)
+
+
+def _spread_sample(stream: BinaryIO) -> bytes:
+    """`SNIFF_BYTES` at a quarter, half and three quarters of a plain file (b"" for a small one or
+    a stream): junk written at the top of a log must not make the whole file look binary."""
+    try:
+        size = os.fstat(stream.fileno()).st_size
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return b""
+    if size < 4 * SNIFF_BYTES:
+        return b""
+    pieces = []
+    for quarter in (1, 2, 3):
+        stream.seek(size * quarter // 4)
+        pieces.append(stream.read(SNIFF_BYTES).partition(b"\n")[2])  # from a line's start
+    return b"\n".join(pieces)
 
 
 def _decompressing(raw: BinaryIO) -> BinaryIO:

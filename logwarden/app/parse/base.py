@@ -1,6 +1,9 @@
 """What every parser is: `parse(LogLine) -> Event | None`, constructed with a reference time.
 
-Owns the `Parser` protocol and the one helper that builds an `Event` from a `LogLine`.
+Owns the `Parser` protocol and the one helper that builds an `Event` from a `LogLine`, which is
+also where every parsed time is checked (`usable_time`): a time the store, the windows and the
+exports cannot hold (year 9999 at -14:00, 1969) leaves the event undated with the value in
+`fields["timestamp_invalid"]`, so a forged date can neither stop a run nor reorder its windows.
 Knows nothing about any particular format.
 """
 
@@ -10,6 +13,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from logwarden.app.events import Event, LogLine
+from logwarden.app.parse.timestamps import usable_time
 
 
 class Parser(Protocol):
@@ -26,6 +30,8 @@ def new_event(line: LogLine, fmt: str, *, ts: datetime | None = None, host: str 
               program: str | None = None, message: str = "",
               fields: dict[str, Any] | None = None) -> Event:
     fields = {} if fields is None else fields
+    if ts is not None and not usable_time(ts):
+        fields["timestamp_invalid"], ts = ts.isoformat(), None
     if line.truncated:  # longer than the ingest limit: only its head was kept (see `raw`'s marker)
         fields["truncated"] = True
     # positional: a dataclass's __init__ with eleven keywords costs twice as much, once per line

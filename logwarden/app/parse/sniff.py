@@ -33,7 +33,6 @@ NOT_LOGS = ("prose", "labels")  # what a file can be sniffed as that is not read
 _LABEL_KEYS = frozenset({"file", "line_start", "line_end"})
 _MARKDOWN = re.compile(r"\s{0,3}(?:#{1,6}\s|[-*+]\s|\d{1,3}[.)]\s|>\s?|```|~~~|\|.*\|\s*$)")
 _PROSE_MIN_SHARE = 0.25
-_PROSE_MAX_DATED = 0.1
 MIN_SHARE = 0.2  # below this share of matched sample lines, a parser's match is noise
 
 # Ties go to the more specific grammar (a line matching RFC 5424 is not "just" syslog).
@@ -117,24 +116,25 @@ def _score(sample: list[str]) -> tuple[Counter, int, int]:
 
 
 def _not_a_log(sample: list[str], counts: Counter) -> FormatDecision | None:
-    """Labels for `logwarden eval` (objects naming a file and a line span), or prose: a sample in
-    which no log format matched and hardly a line has a timestamp, made of markdown (headings,
-    lists, tables, fences) or of sentences."""
+    """Labels for `logwarden eval` (objects naming a file and a line span), or prose. A file is
+    prose only when it is sure to be: no line of the sample is read by a log parser or carries a
+    timestamp, and it is made of markdown (headings, lists, tables, fences) or of sentences. A log
+    read by mistake costs a few generic events; a log skipped by mistake loses every line of it."""
     total = len(sample)
     if counts["json"] == total and all(_LABEL_KEYS <= set(load_object(text) or ()) for text in sample):
         return FormatDecision("labels", 1.0, "not a log: evaluation labels (objects naming a file and a "
                               "line span, as `logwarden eval --labels` reads)")
-    if any(n / total >= MIN_SHARE for name, n in counts.items()):
+    if any(counts.values()):
         return None
     years = YearGuesser()
-    if sum(find_timestamp(text, years) is not None for text in sample) / total >= _PROSE_MAX_DATED:
+    if any(find_timestamp(text, years) is not None for text in sample):
         return None
     markdown = sum(bool(_MARKDOWN.match(text)) for text in sample) / total
     sentences = sum(_is_sentence(text) for text in sample) / total
     if markdown >= _PROSE_MIN_SHARE or sentences >= 2 * _PROSE_MIN_SHARE:
         kind = "markdown" if markdown >= _PROSE_MIN_SHARE else "prose"
         return FormatDecision("prose", 1.0, f"not a log: {kind} ({markdown:.0%} markdown lines, {sentences:.0%} "
-                              "sentences, no timestamps)")
+                              "sentences, no line a log parser reads, no timestamps)")
     return None
 
 

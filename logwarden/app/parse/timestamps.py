@@ -1,15 +1,18 @@
-"""Timestamps as logs write them: year-less syslog dates, Apache dates, ISO 8601, epochs.
+"""Timestamps as logs write them: year-less syslog dates, Apache dates, ISO 8601, epochs, the
+dotted and dash-joined dates of machine logs (`2005.06.03`, `2005-06-03-15.42.50.675872`).
 
 Owns: turning those strings into `datetime`s (aware when the log states a zone, naive local time
-otherwise), inferring the missing year of RFC 3164 dates, and the timestamp heuristic used for
-lines no parser recognises. Impossible dates (Feb 30) give None, never an exception to callers;
-a year-less Feb 29 gets the latest leap year not after the reference time (the log cannot be
-from a year without one).
+otherwise), inferring the missing year of RFC 3164 dates, the timestamp heuristic used for
+lines no parser recognises, and `usable_time`: the range of times a log line may carry
+(`EARLIEST_YEAR` … `LATEST_YEAR`), which every parsed time is checked against. Impossible dates
+(Feb 30) give None, never an exception to callers; a year-less Feb 29 gets the latest leap year
+not after the reference time (the log cannot be from a year without one).
 Knows nothing about Events or which format a line is.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import date, datetime, timedelta, timezone
 
@@ -22,6 +25,12 @@ _FUTURE_SLACK = timedelta(days=1)
 # Going back further than this from one line to the next means the year rolled over (Dec → Jan).
 _ROLLOVER_JUMP = timedelta(days=180)
 _tz_cache: dict[str, timezone] = {}
+# The times a log line may carry. A log dated before the Unix epoch or in the next century is
+# damaged or forged (a remote syslog sender chooses its timestamp): the line is kept, undated.
+EARLIEST_YEAR, LATEST_YEAR = 1970, 2100
+_EARLIEST = datetime(EARLIEST_YEAR, 1, 1, tzinfo=timezone.utc)
+_END = datetime(LATEST_YEAR + 1, 1, 1, tzinfo=timezone.utc)
+_EARLIEST_NAIVE, _END_NAIVE = _EARLIEST.replace(tzinfo=None), _END.replace(tzinfo=None)
 
 
 def make_datetime(year: int, month: int, day: int, hour: int, minute: int, second: int,
@@ -31,6 +40,14 @@ def make_datetime(year: int, month: int, day: int, hour: int, minute: int, secon
         return datetime(year, month, day, hour, minute, second, micro, tz)
     except ValueError:
         return None
+
+
+def usable_time(ts: datetime) -> bool:
+    """Can `ts` be a log line's time: within `EARLIEST_YEAR` … `LATEST_YEAR` (aware times in UTC,
+    so year 9999 at -14:00, which has no UTC time, cannot)."""
+    if ts.tzinfo is None:
+        return _EARLIEST_NAIVE <= ts < _END_NAIVE
+    return _EARLIEST <= ts < _END  # an aware comparison never converts, so it cannot overflow
 
 
 def micros(fraction: str | None) -> int:
@@ -78,6 +95,8 @@ _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
 
 def from_epoch(value: float) -> datetime | None:
     """Seconds (or ms / µs, when too large for seconds: journald writes µs) since 1970 → UTC."""
+    if not math.isfinite(value):  # NaN, or JSON's 1e400 (inf: dividing it down would never end)
+        return None
     while value > 1e11:
         value /= 1000.0
     try:
@@ -158,16 +177,21 @@ _CTIME = re.compile(r"(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) {1,2}(\d{1,2}) (\d\d):(
                     r"(?:\.(\d+))?(?: (\d{4}))?")
 _SLASHED = re.compile(r"(\d{2,4})[/.](\d\d)[/.](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _COMPACT = re.compile(r"(\d{2})(\d{2})(\d{2}) (\d{2})(\d{2})(\d{2})\b")  # HDFS: 081109 203615
-# Epoch seconds only where logs put them (line start: squid; audit(…)): elsewhere a 10-digit
-# number is more likely an id than a time.
-_EPOCH = re.compile(r"(?:^\[?|audit\()(1[0-9]{9})(?:\.(\d{1,6}))?(?![\d])")
+# DB2 / IBM machine logs (Blue Gene RAS): 2005-06-03-15.42.50.675872
+_DASHED = re.compile(r"(?<!\d)(\d{4})-(\d\d)-(\d\d)-(\d\d)\.(\d\d)\.(\d\d)(?:\.(\d{1,6}))?(?!\d)")
+# A date alone as a column: 2005.06.03 (a dotted date with a time is `_SLASHED`'s)
+_DOTTED = re.compile(r"(?:^|(?<=\s))(\d{4})\.(\d\d)\.(\d\d)(?=\s|$)")
+# Epoch seconds (2001–2033: ten digits starting with 1) where logs put them: a column of its own
+# (squid's first, an HPC or RAS log's second or fifth) or audit(…). Inside a word or a longer
+# number (an id, a path) it is not a time.
+_EPOCH = re.compile(r"(?:^\[?|(?<=\s)|audit\()(1[0-9]{9})(?:\.(\d{1,6}))?(?=[\s\]:),]|$)")
 _HEAD = 80  # timestamps sit near the start; do not scan whole long lines
 
 
 def find_timestamp(text: str, years: YearGuesser) -> datetime | None:
     """Best-effort timestamp of a free-form line (first match in its first characters)."""
     head = text[:_HEAD]
-    for finder in (_iso_in, _apache_in, _ctime_in, _slashed_in, _compact_in, _epoch_in):
+    for finder in (_iso_in, _dashed_in, _apache_in, _ctime_in, _slashed_in, _compact_in, _epoch_in, _dotted_in):
         ts = finder(head, years)
         if ts is not None:
             return ts
@@ -221,3 +245,19 @@ def _epoch_in(head: str, years: YearGuesser) -> datetime | None:
     if match is None:
         return None
     return from_epoch(float(match[1] + "." + (match[2] or "0")))
+
+
+def _dashed_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _DASHED.search(head)
+    if match is None:
+        return None
+    y, mo, d, h, mi, s, frac = match.groups()
+    return make_datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), micros(frac))
+
+
+def _dotted_in(head: str, years: YearGuesser) -> datetime | None:
+    match = _DOTTED.search(head)
+    if match is None:
+        return None
+    y, mo, d = (int(g) for g in match.groups())
+    return make_datetime(y, mo, d, 0, 0, 0)

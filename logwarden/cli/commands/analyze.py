@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from logwarden.app.config import get_settings
+from logwarden.app.parse.timestamps import EARLIEST_YEAR, LATEST_YEAR
 from logwarden.app.pipeline import (
     DEFAULT_LLM_POLICY,
     LLM_POLICIES,
@@ -70,7 +71,7 @@ from logwarden.errors import RunStopped
 @click.option("--export", "export_format", default=None,
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
-@click.option("--year", type=click.IntRange(1970, 2100), default=None,
+@click.option("--year", type=click.IntRange(EARLIEST_YEAR, LATEST_YEAR), default=None,
               help="The year of year-less dates (RFC 3164 syslog). Default: from dated lines of the same host "
                    "in this run, else of the run, else the file's modification time; the summary says which.")
 @sigma_option

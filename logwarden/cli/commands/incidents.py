@@ -50,8 +50,9 @@ def list_incidents(min_risk, status, host, since, limit, db_url, as_json):
     """List incidents, riskiest and newest first."""
     from logwarden.app.store import IncidentFilter
 
+    start = parse_time(since)
     store = open_store_from(db_url, readonly=True, create=False)
-    filters = IncidentFilter(min_risk=min_risk, statuses=tuple(status), host=host, since=parse_time(since))
+    filters = IncidentFilter(min_risk=min_risk, statuses=tuple(status), host=host, since=start)
     rows = store.incidents.query(filters, limit=limit or 10**9)
     err_console.print(f"{len(rows)} incidents", highlight=False)
     if as_json:

@@ -27,8 +27,8 @@ from logwarden.cli.common import (
     make_engine_options,
     open_store_from,
     out_console,
-    parse_time,
     print_json,
+    time_range,
 )
 from logwarden.cli.terminal import shown, shown_block
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, RiskRecord
@@ -66,10 +66,10 @@ def list_records(min_risk, category, status, host, source, since, until, search,
     """List records, riskiest and newest first (a table on a terminal, tab-separated when piped)."""
     from logwarden.app.store import RecordFilter
 
+    start, end = time_range(since, until)
     store = open_store_from(db_url, readonly=True, create=False)
     filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
-                           sources=tuple(source), text=search, host=host, since=parse_time(since, "--since"),
-                           until=parse_time(until, "--until"), pending=pending)
+                           sources=tuple(source), text=search, host=host, since=start, until=end, pending=pending)
     total = store.count_records(filters)
     descending = sort in ("risk", "time")
     rows = store.query_records(filters, order_by=SORTS[sort], descending=descending, limit=limit or total)

@@ -11,7 +11,7 @@ from logwarden.cli.common import (
     handle_errors,
     open_for_writing,
     open_store_from,
-    parse_time,
+    time_range,
     write_lines,
 )
 from logwarden.schemas import RISK_LEVELS
@@ -48,8 +48,9 @@ def _render(db_url, min_risk, since, until, title) -> tuple[str, int]:
     from logwarden.app.store import RecordFilter
     from logwarden.ui.report import render_report
 
+    start, end = time_range(since, until)
     store = open_store_from(db_url, create=False)
-    filters = RecordFilter(min_risk=min_risk, since=parse_time(since, "--since"), until=parse_time(until, "--until"))
+    filters = RecordFilter(min_risk=min_risk, since=start, until=end)
     records, offset = [], 0
     while page := store.query_records(filters, order_by="risk_score", descending=True, limit=PAGE, offset=offset):
         records += page
