@@ -125,11 +125,13 @@ def _name(value: object) -> str | None:
 def _texts(event: Event) -> Iterator[tuple[str, str]]:
     """(field, text) for the free text of an event: its message, then the string-ish field values
     that may hold indicators (not codes or numbers, not already part of the message)."""
-    message = event.message
+    user = event.fields.get("user")
+    spaced = isinstance(user, str) and " " in user
+    message = _without_user(event.message, user) if spaced else event.message
     if message and event.format != "cloudtrail":  # CloudTrail's message only restates its fields
         yield "message", message
     for key, value in event.fields.items():
-        if key in _NOT_TEXT:
+        if key in _NOT_TEXT or (spaced and key == "user"):
             continue
         if isinstance(value, str):
             if len(value) >= _SHORTEST_INDICATOR and value not in message:
@@ -138,6 +140,13 @@ def _texts(event: Event) -> Iterator[tuple[str, str]]:
             yield key, json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if not message and not event.fields:
         yield "raw", event.raw
+
+
+def _without_user(message: str, user: str) -> str:
+    """The message without an account name holding spaces that the parser found in it: sshd logs a
+    typed name verbatim, and "x from 10.0.0.5 port 22" inside one names no address of this event
+    (the parser read the real one from the right). Real account names have no spaces."""
+    return message.replace(user, " ")
 
 
 def _from_fields(event: Event, out: _Collector) -> None:

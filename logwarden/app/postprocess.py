@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from logwarden.app import attack
 from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
+from logwarden.app.corroborate import corroborated_level
 from logwarden.app.events import Event, Signal
 from logwarden.app.grounding import Grounded, ground
 from logwarden.app.indicators import extract_indicators
@@ -452,11 +453,15 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, **common)
 
 
-def _claim_record(window: Window, claim: _Claim, prov: Provenance) -> RiskRecord:
-    """A finding no rule saw: a record covering exactly the lines it names."""
-    category = claim.finding.category
-    return _record(window, category=category, key="llm", level=claim.finding.risk_level,
-                   events=_events_at(window, claim.lines), anomaly=claim.anomaly or WITHHELD,
+def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequence[Signal]) -> RiskRecord:
+    """A finding no rule saw: a record covering exactly the lines it names, at the level what backs
+    it allows (`corroborate`: the model alone cannot go above medium)."""
+    category, events = claim.finding.category, _events_at(window, claim.lines)
+    level, capped = corroborated_level(category, claim.finding.risk_level, events,
+                                       {n for s in signals for n in s.line_numbers})
+    anomaly = claim.anomaly or WITHHELD
+    return _record(window, category=category, key="llm", level=level,
+                   events=events, anomaly=f"{anomaly} {capped}"[:STORED_TEXT_MAX] if capped else anomaly,
                    recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
                    techniques=_techniques(claim.finding.techniques), detections=[], decided_by="llm", prov=prov,
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded)
@@ -487,7 +492,7 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
         records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure, dismissed))
     for claim in _distinct([c for c in claims if id(c) not in used]):
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
-            records.append(_claim_record(window, claim, prov))
+            records.append(_claim_record(window, claim, prov, signals))
     named, missing = _faithfulness(results)
     return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims))
 

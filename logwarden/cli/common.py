@@ -21,8 +21,10 @@ from logwarden.cli.terminal import json_text, shown_block
 from logwarden.engine.load import ENGINE_QUANTS, ENGINES
 from logwarden.errors import InputError, LogwardenError
 
-err_console = Console(stderr=True)
-out_console = Console(markup=False)  # tables on stdout never interpret log text as markup
+# Neither console turns `:name:` into an emoji; stdout never reads markup. Log text reaches either
+# only as `terminal.cell` Text (tables) or through `shown` with markup=False (lines).
+err_console = Console(stderr=True, emoji=False)
+out_console = Console(markup=False, emoji=False)
 # One colour per risk level on terminals (Hayabusa's habit: the eye finds the reds first).
 LEVEL_STYLES = {"critical": "bold white on red", "high": "bold red", "medium": "yellow", "low": "cyan",
                 "info": "dim"}

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from logwarden.cli.common import LEVEL_STYLES
+from logwarden.cli.terminal import add_row, cell
 from logwarden.schemas import RISK_LEVELS, RiskRecord
 
 TOP = 3
@@ -28,7 +28,7 @@ def print_run_summary(console: Console, metrics, records: Sequence[RiskRecord], 
     console.print(_counts_table(metrics, records, model))
     print_detections(console, records)
     for line in _closing_lines(metrics, records, db_url):
-        console.print(line, highlight=False, markup=False)
+        console.print(cell(line), highlight=False)
 
 
 def print_detections(console: Console, records: Sequence[RiskRecord], title: str = "") -> None:
@@ -65,16 +65,16 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
                                                 ("NUL bytes skipped", getattr(m, "nul_bytes", 0)),
                                                 ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]
     for name, value in rows:
-        table.add_row(name, f"{value:,}" if isinstance(value, int) else str(value))
+        add_row(table, name, f"{value:,}" if isinstance(value, int) else str(value))
     by_level = Counter(r.risk_level for r in records)
     for level in reversed(RISK_LEVELS):
         if by_level[level]:
             style = LEVEL_STYLES[level]
-            table.add_row(Text(f"records {level}", style=style), Text(f"{by_level[level]:,}", style=style))
+            add_row(table, cell(f"records {level}", style), cell(f"{by_level[level]:,}", style))
     for category, n in Counter(r.category for r in records).most_common():
-        table.add_row(f"  {category}", f"{n:,}")
+        add_row(table, f"  {category}", f"{n:,}")
     if m.breaker_open:
-        table.add_row("circuit breaker", "OPEN: the rest awaits review")
+        add_row(table, "circuit breaker", "OPEN: the rest awaits review")
     return table
 
 
@@ -86,10 +86,10 @@ def _tops_table(records: Sequence[RiskRecord], levels: list[str], title: str = "
         mine = [r for r in records if r.risk_level == level]
         rules = Counter(rule for r in mine for rule in r.detections) or Counter(
             r.category for r in mine if r.decided_by == "llm")
-        table.add_row(Text(level, style=LEVEL_STYLES[level]), Text(f"{len(mine):,}", style=LEVEL_STYLES[level]),
-                      _top(rules),
-                      _top(Counter(h for r in mine for h in r.hosts)),
-                      _top(Counter(ip for r in mine for ip in r.indicators.ips)))
+        add_row(table, cell(level, LEVEL_STYLES[level]), cell(f"{len(mine):,}", LEVEL_STYLES[level]),
+                _top(rules),
+                _top(Counter(h for r in mine for h in r.hosts)),
+                _top(Counter(ip for r in mine for ip in r.indicators.ips)))
     return table
 
 

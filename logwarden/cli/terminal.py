@@ -8,6 +8,11 @@ raw they act on the analyst's terminal. `shown` makes them visible instead (`\\x
 `log_filter` applies it to every log message; `json_text` is `--json`'s exact output, with the
 characters JSON may leave raw (C1, DEL, bidi, line separators) escaped as `\\uXXXX`.
 
+Rich reads a plain string as markup (`[link=…]DC01[/link]` becomes a clickable link), replaces
+`:emoji:` codes and colours what looks like a number or a URL; a `Text` it shows as it is. So every
+table row and every printed line that holds something from outside goes through `cell` (one value)
+or `add_row` (a whole row): text, never markup, controls visible.
+
 Owns the terminal side only; the character rules live in `app.safetext`.
 """
 
@@ -16,6 +21,9 @@ from __future__ import annotations
 import json
 import logging
 from typing import Any
+
+from rich.table import Table
+from rich.text import Text
 
 from logwarden.app.safetext import json_safe, visible
 
@@ -28,6 +36,19 @@ def shown(value: Any) -> str:
 def shown_block(value: Any) -> str:
     """Multi-line text (a snippet, the model's streamed answer): newlines and tabs kept."""
     return visible(str(value), tabs=True, newlines=True)
+
+
+def cell(value: Any, style: str = "") -> Text:
+    """A value as rich `Text`: shown (controls visible), never read as markup or emoji codes.
+    A `Text` is returned as it is: it is what `cell` made (a styled level, say)."""
+    if isinstance(value, Text):
+        return value
+    return Text(shown(value), style=style)
+
+
+def add_row(table: Table, *values: Any, **options: Any) -> None:
+    """`table.add_row` with every value through `cell`: the only way the CLI fills a table."""
+    table.add_row(*(cell(value) for value in values), **options)
 
 
 def json_text(data: Any, *, indent: int | None = 2) -> str:

@@ -9,6 +9,7 @@ import pytest
 from logwarden.app.digest import build_digest
 from logwarden.app.events import Event, Signal
 from logwarden.app.mine import SourceMiner, windows
+from logwarden.app.parse.messages import message_fields
 from logwarden.app.postprocess import (
     AssessmentError,
     LLMResult,
@@ -30,7 +31,7 @@ def window_of(messages: list[str], signals=()):
     for i, message in enumerate(messages):
         ts = T0 + timedelta(seconds=i)
         raw = f"{ts:%b %d %H:%M:%S} web01 sshd[{900 + i}]: {message}"
-        fields = {"src_ip": "203.0.113.7"} if "203.0.113.7" in message else {}
+        fields = message_fields("sshd", message)  # what the syslog parser puts on these lines
         events.append(Event(source="/var/log/auth.log", line_no=i + 1, offset=i * 90, raw=raw, format="syslog",
                             ts=ts, host="web01", program="sshd", message=message, fields=fields, inode=42))
     miner = SourceMiner()

@@ -52,9 +52,11 @@ def _where(incident: Incident) -> str:
 
 
 def top_category(members: Sequence[RiskRecord]) -> str:
-    """The category with the most risk: summed scores, ties to the riskiest record's, then by name."""
+    """The category with the most risk: summed scores, ties to the riskiest record's, then by name.
+    Records a rule or the baseline backs speak first: what the model alone said (a log line can
+    steer it) names the incident only when nothing else does."""
     weight: Counter[str] = Counter()
-    for r in members:
+    for r in [r for r in members if r.decided_by != "llm"] or members:
         weight[r.category] += r.risk_score
     return max(sorted(weight), key=lambda c: weight[c])
 

@@ -5,7 +5,9 @@ anomaly line — a few hundred tokens, never raw logs) and answers `IncidentStor
 whose `cited` items are an enum of exactly the ids it was shown. Code checks again: a story citing
 any id that is not the incident's is rejected whole (Elastic's lesson: small models invent alert
 ids), and every title, summary sentence and next step naming an entity the records lack is
-dropped (`grounding.ground`). A story with nothing grounded left keeps the deterministic title.
+dropped (`grounding.ground`). The title is always the deterministic one, made from the records
+(category, hosts, count): the model's title is read from text a log line can steer, so it is
+checked (its ungrounded entities counted) but never shown. A story needs a grounded summary.
 
 Owns: the records' digest, the requests, the checks, the budget loop. Knows nothing of grouping
 or of terminals and pages.
@@ -103,10 +105,9 @@ def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: Stor
     steps = [ground(_unfilled(step), digest) for step in story.next_steps]
     missing = list(dict.fromkeys(e for g in (title, summary, *steps) for e in g.ungrounded))
     stats.ungrounded += len(missing)
-    if not summary.text and not title.text:
+    if not summary.text:
         return None
-    checked = incident.model_copy(deep=True)
-    checked.title = title.text or incident.title
+    checked = incident.model_copy(deep=True)  # the title stays the records' own (`rollup.deterministic_title`)
     checked.summary, checked.stages = summary.text, list(dict.fromkeys(story.stages))
     checked.next_steps = list(dict.fromkeys(s.text for s in steps if len(s.text.split()) >= MIN_STEP_WORDS))
     checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"

@@ -9,6 +9,12 @@ more than 4,300 digits) already raise `ValueError`. A `\\ud800` escape decodes t
 surrogate, which every later stage (pydantic, the store, a UTF-8 writer) refuses with an
 exception: such strings come out with U+FFFD instead (`safetext.clean`); the raw line keeps the escape.
 
+A key written twice in one object is a forgery tool (the producer wrote the first; an attacker who
+controls a later value appends `"src_ip":"10.0.0.5"`), and readers disagree on which one counts
+(Python's `json` keeps the last, many SIEM pipelines the first). Here the **first** wins,
+everywhere this module decodes — the parsers and the rule engine's view of `raw` alike — and the
+decoded object is a `FirstKept` dict that names the duplicated keys, so the parser notes them.
+
 Owns only these rules. Knows nothing about log formats.
 """
 
@@ -20,29 +26,73 @@ from typing import Any
 from logwarden.app.safetext import clean_value, may_hold_surrogates
 
 MAX_DEPTH = 100
-_decoder = json.JSONDecoder()
+_SPACE = " \t\n\r"  # JSON's whitespace
+
+
+class FirstKept(dict):
+    """A decoded object in which some key was written more than once: the first value of each is
+    kept; `duplicate_keys` names them (of this object or any object inside it)."""
+
+    duplicate_keys: tuple[str, ...] = ()
+
+
+class _Duplicate(Exception):
+    """Raised by the fast decoder's hook: this text has a duplicated key, decode it the slow way."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    found = dict(pairs)  # C speed; a shorter dict than the pairs means a key came twice
+    if len(found) != len(pairs):
+        raise _Duplicate
+    return found
+
+
+_decoder = json.JSONDecoder(object_pairs_hook=_unique_pairs)
 
 
 def loads(text: str) -> Any:
-    """`json.loads`, but a value nested deeper than `MAX_DEPTH` raises `ValueError`."""
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        raise _too_deep() from None
-    _check_depth(value, text, 0, len(text))
-    return clean_value(value) if may_hold_surrogates(text) else value
+    """`json.loads`, but a value nested deeper than `MAX_DEPTH` raises `ValueError` and a
+    duplicated key keeps its first value (see `FirstKept`)."""
+    value, end = raw_decode(text, len(text) - len(text.lstrip(_SPACE)))
+    if text[end:].strip(_SPACE):
+        raise ValueError(f"extra data after the JSON value at {end}")
+    return value
 
 
 def raw_decode(text: str, pos: int = 0) -> tuple[Any, int]:
-    """`JSONDecoder.raw_decode` at `pos` with the same depth rule; returns (value, end)."""
+    """`JSONDecoder.raw_decode` at `pos` with the same rules as `loads`; returns (value, end)."""
+    duplicated: tuple[str, ...] = ()
     try:
-        value, end = _decoder.raw_decode(text, pos)
+        try:
+            value, end = _decoder.raw_decode(text, pos)
+        except _Duplicate:
+            value, end, duplicated = _decode_first_kept(text, pos)
     except RecursionError:
         raise _too_deep() from None
     _check_depth(value, text, pos, end)
     if may_hold_surrogates(text[pos:end]):
         value = clean_value(value)
+    if duplicated and isinstance(value, dict):
+        value = FirstKept(value)
+        value.duplicate_keys = duplicated
     return value, end
+
+
+def _decode_first_kept(text: str, pos: int) -> tuple[Any, int, tuple[str, ...]]:
+    """The value at `pos` with the first of each duplicated key kept, and the keys that were."""
+    duplicated: dict[str, None] = {}
+
+    def first_kept(pairs: list[tuple[str, Any]]) -> dict:
+        found: dict = {}
+        for key, value in pairs:
+            if key in found:
+                duplicated[key] = None
+            else:
+                found[key] = value
+        return found
+
+    value, end = json.JSONDecoder(object_pairs_hook=first_kept).raw_decode(text, pos)
+    return value, end, tuple(duplicated)
 
 
 def _check_depth(value: Any, text: str, start: int, end: int) -> None:

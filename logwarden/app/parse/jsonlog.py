@@ -21,7 +21,7 @@ from logwarden.app.parse.auditd import audit_event
 from logwarden.app.parse.base import new_event
 from logwarden.app.parse.cloud import CloudTrailParser, azure_claims_identity, cloudtrail_record, gcp_audit_identity
 from logwarden.app.parse.messages import add_message_fields, app_failure_fields
-from logwarden.app.parse.objects import ObjectParser, set_fields, text_of
+from logwarden.app.parse.objects import ObjectParser, note_duplicate_keys, set_fields, text_of
 from logwarden.app.parse.timestamps import parse_any
 from logwarden.app.parse.web import json_access_fields, split_host_port, zeek_event
 from logwarden.app.parse.windows import WindowsParser, windows_parts
@@ -58,14 +58,16 @@ _PID_KEYS = ("pid", "process.pid", "_PID")
 
 
 def flatten_one_level(obj: dict) -> dict:
-    """`{"a": {"b": 1}, "c": 2}` → `{"a.b": 1, "c": 2}` (deeper values are kept as they are)."""
+    """`{"a": {"b": 1}, "c": 2}` → `{"a.b": 1, "c": 2}` (deeper values are kept as they are).
+    When a dotted key and a nested one name the same field (`"host.name"` and `{"host":{"name"}}`)
+    the one written first wins, as for a duplicated key (`bounded_json`)."""
     flat: dict = {}
     for key, value in obj.items():
         if isinstance(value, dict) and value:
             for inner, inner_value in value.items():
-                flat[f"{key}.{inner}"] = inner_value
+                flat.setdefault(f"{key}.{inner}", inner_value)
         else:
-            flat[key] = value
+            flat.setdefault(key, value)
     return flat
 
 
@@ -169,7 +171,7 @@ def _record_event(obj: Any, first: LogLine, parsers: dict) -> Event:
                    line_no=first.line_no, text=compact, truncated=first.truncated)
     if not isinstance(obj, dict):
         return new_event(line, "generic", message=compact)
-    return parsers[classify_object(obj)].parse_object(obj, line)
+    return note_duplicate_keys(parsers[classify_object(obj)].parse_object(obj, line), obj)
 
 
 _BETWEEN = re.compile(r"[\s,]*")  # whitespace and the commas that separate values

@@ -20,15 +20,21 @@ from collections.abc import Callable
 from functools import lru_cache
 
 _IP = r"[0-9A-Fa-f:.]*[0-9A-Fa-f]"  # IPv4 or IPv6, as sshd prints them
+# sshd logs an invalid user name verbatim, spaces included, so a name can hold " from 10.0.0.5
+# port 22 ssh2". What sshd writes after the name is fixed, so every pattern is anchored at the end
+# of the line (the user group is greedy): the address is the LAST " from ADDR port N" and a forged
+# one inside the name stays part of the name.
+_AUTH_TAIL = rf" from (?P<src_ip>{_IP})(?: port (?P<port>\d+))?(?: ssh2(?:: [\w-]+ SHA256:\S+.*)?)?(?: \[preauth\])?\s*$"
+_CLOSE_TAIL = rf" (?P<src_ip>{_IP}) port (?P<port>\d+)(?:: [^:]*)?(?: \[preauth\])?\s*$"
 _SSHD = [
     re.compile(rf"^(?P<outcome>Failed|Accepted) (?P<auth_method>\S+) for (?:invalid user |illegal user )?"
-               rf"(?P<user>.*?) from (?P<src_ip>{_IP})(?: port (?P<port>\d+))?"),
-    re.compile(rf"^(?:Invalid|Illegal) user (?P<user>.*?) from (?P<src_ip>{_IP})(?: port (?P<port>\d+))?"),
-    re.compile(rf"^(?:Connection closed|Disconnected) (?:by|from) (?:(?:authenticating|invalid) )?user (?P<user>\S*) "
-               rf"(?P<src_ip>{_IP}) port (?P<port>\d+)"),
-    re.compile(rf"^(?:error: )?maximum authentication attempts exceeded for (?:invalid user )?(?P<user>\S+) "
-               rf"from (?P<src_ip>{_IP})(?: port (?P<port>\d+))?"),
-    re.compile(rf"^Disconnecting (?:authenticating|invalid) user (?P<user>\S+) (?P<src_ip>{_IP}) port (?P<port>\d+)"),
+               rf"(?P<user>.*){_AUTH_TAIL}"),
+    re.compile(rf"^(?:Invalid|Illegal) user (?P<user>.*){_AUTH_TAIL}"),
+    re.compile(rf"^(?:Connection closed|Disconnected) (?:by|from) (?:(?:authenticating|invalid) )?user (?P<user>.*)"
+               rf"{_CLOSE_TAIL}"),
+    re.compile(rf"^(?:error: )?maximum authentication attempts exceeded for (?:invalid user )?(?P<user>.*)"
+               rf"{_AUTH_TAIL}"),
+    re.compile(rf"^Disconnecting (?:authenticating|invalid) user (?P<user>.*){_CLOSE_TAIL}"),
     re.compile(rf"^(?:Did not receive identification string from|Bad protocol version identification .* from|"
                rf"banner exchange: Connection from|Unable to negotiate with|Connection closed by|Connection reset by|"
                rf"Received disconnect from|Disconnected from|Connection from|Timeout before authentication for) "
@@ -48,8 +54,10 @@ _GROUPADD = re.compile(r"new group: name=(?P<group>[^,\s]+)")
 _PASSWORD = re.compile(r"password changed for (?P<user>\S+)")
 _CRONTAB = re.compile(r"^\((?P<user>[^)\s]+)\) (?:REPLACE|BEGIN EDIT|END EDIT|LIST|DELETE)")
 _SFTP_CLOSE = re.compile(r'^close "(?P<file>[^"]+)" bytes read (?P<bytes_read>\d+)(?: written (?P<bytes_written>\d+))?')
-_FTP = [re.compile(r'FAIL LOGIN: Client "(?:::ffff:)?(?P<src_ip>[0-9A-Fa-f:.]+)"'),
-        re.compile(r'OK LOGIN: Client "(?:::ffff:)?(?P<src_ip>[0-9A-Fa-f:.]+)"'),
+# vsftpd writes `[user] FAIL LOGIN: Client "ADDR"` (a reason may follow): the user comes first and
+# may hold a forged `FAIL LOGIN: Client "…"`, so the address is the one at the end of the line
+_FTP = [re.compile(r'FAIL LOGIN: Client "(?:::ffff:)?(?P<src_ip>[0-9A-Fa-f:.]+)"(?:, "[^"]*")?\s*$'),
+        re.compile(r'OK LOGIN: Client "(?:::ffff:)?(?P<src_ip>[0-9A-Fa-f:.]+)"(?:, "[^"]*")?\s*$'),
         re.compile(r"\((?:\S*?\[)?(?P<src_ip>[0-9A-Fa-f:.]+)\]?\) - USER (?P<user>\S+)"),
         re.compile(r"\(\?@(?P<src_ip>[^)\s]+)\) \[(?:WARNING|INFO|NOTICE)\] .*?user \[(?P<user>[^\]]*)\]"),
         re.compile(r"(?i)\bconnect(?:ion)? from (?:::ffff:)?(?P<src_ip>[0-9A-Fa-f:.]*[0-9A-Fa-f])")]
@@ -99,10 +107,25 @@ def _pam(message: str) -> dict:
     match = _PAM_FAILURE.search(message)
     if match is None:
         return {}
-    pairs = dict(_PAIR.findall(match.group("pairs")))
+    pairs = _unambiguous_pairs(match.group("pairs"))
     fields = _clean({"user": pairs.get("user") or pairs.get("logname"), "src_ip": pairs.get("rhost"),
                      "logname": pairs.get("logname"), "ruser": pairs.get("ruser"), "repeat": match.group("repeat")})
     return fields
+
+
+def _unambiguous_pairs(text: str) -> dict[str, str]:
+    """PAM's `key=value` pairs, without a key the line states twice. `ruser` and `user` can be
+    what a client typed (vsftpd, login), so " rhost=10.0.0.5" inside one is a forged address:
+    which copy PAM wrote cannot be told, so neither is believed."""
+    pairs: dict[str, str] = {}
+    twice: set[str] = set()
+    for key, value in _PAIR.findall(text):
+        if key in pairs:
+            twice.add(key)
+        pairs[key] = value
+    for key in twice:
+        del pairs[key]
+    return pairs
 
 
 def _local_pam(message: str) -> dict:
@@ -216,10 +239,23 @@ def app_failure_fields(message: str) -> dict:
     """An application's failed login: the client address and the account, if the line names them."""
     if not _app_failure(message):
         return {}
-    address = _APP_ADDRESS.search(message)
     user = _APP_USER.search(message)
-    return _clean({"src_ip": address.group("src_ip") if address else None,
-                   "user": user.group("user") if user else None})
+    return _clean({"src_ip": _app_address(message), "user": user.group("user") if user else None})
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _app_address(message: str) -> str | None:
+    """The client address an app's failure line names. A typed user name can hold "from 10.0.0.5"
+    (`user 'a from 10.0.0.5' from 1.2.3.4`): when the line names several addresses, those inside a
+    quoted value do not count, and if that still leaves more than one, none is believed."""
+    found = [(m.start(), m.group("src_ip")) for m in _APP_ADDRESS.finditer(message)]
+    if len({address for _, address in found}) > 1:
+        quoted = [m.span() for m in _QUOTED.finditer(message)]
+        found = [(at, address) for at, address in found if not any(start <= at < end for start, end in quoted)]
+    distinct = {address for _, address in found}
+    return distinct.pop() if len(distinct) == 1 else None
 
 
 def structured_data_fields(structured: str | None) -> dict:

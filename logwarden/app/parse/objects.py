@@ -1,6 +1,7 @@
 """One JSON object per line: decoding it safely and the parser base every JSON family shares.
 
-Owns: `load_object` (a nesting bomb is "not JSON"), `ObjectParser` and two small field helpers.
+Owns: `load_object` (a nesting bomb is "not JSON"), `ObjectParser`, the note on an object that
+wrote a key twice (`note_duplicate_keys`: the first value was kept) and two small field helpers.
 Knows nothing of what an object holds (windows.py, cloud.py, jsonlog.py do).
 """
 
@@ -35,10 +36,19 @@ class ObjectParser:
 
     def parse(self, line: LogLine) -> Event | None:
         obj = load_object(line.text)
-        return None if obj is None else self.parse_object(obj, line)
+        return None if obj is None else note_duplicate_keys(self.parse_object(obj, line), obj)
 
     def parse_object(self, obj: dict, line: LogLine) -> Event | None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def note_duplicate_keys(event: Event | None, obj: Any) -> Event | None:
+    """`event`, with `json_duplicate_keys` naming the keys `obj` wrote twice (their first value
+    counted: `bounded_json.FirstKept`): a forged actor appended to an event shows, not wins."""
+    duplicated = getattr(obj, "duplicate_keys", ())
+    if event is not None and duplicated:
+        event.fields["json_duplicate_keys"] = ",".join(duplicated)
+    return event
 
 
 def set_fields(fields: dict, **values: Any) -> None:

@@ -85,7 +85,7 @@ def show(kind, scope, limit, db_url, as_json):
         for column in ("kind", "scopes", "rows", "size"):
             table.add_column(column, justify="left" if column == "kind" else "right")
         for s in summary:
-            table.add_row(s["kind"], f"{s['scopes']:,}", f"{s['rows']:,}", f"{s['bytes'] / 1024:,.0f} KiB")
+            terminal.add_row(table, s["kind"], f"{s['scopes']:,}", f"{s['rows']:,}", f"{s['bytes'] / 1024:,.0f} KiB")
         out_console.print(table)
         return
     rows = list(store.iter_baseline(kind=kind, scope=scope))
@@ -98,7 +98,7 @@ def show(kind, scope, limit, db_url, as_json):
     for column in ("kind", "key", "clients"):
         table.add_column(column, overflow="fold")
     for row in shown:
-        table.add_row(terminal.shown(row["kind"]), terminal.shown(row["key"] or "(scope summary)"), f"{row['clients']:,}")
+        terminal.add_row(table, row["kind"], row["key"] or "(scope summary)", f"{row['clients']:,}")
     out_console.print(table)
     err_console.print(f"{len(shown)} of {len(rows)} rows", highlight=False)
 

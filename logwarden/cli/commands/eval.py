@@ -37,6 +37,7 @@ from logwarden.cli.common import (
     sigma_option,
 )
 from logwarden.cli.summary import print_detections
+from logwarden.cli.terminal import add_row
 
 
 @click.command("eval")
@@ -135,11 +136,11 @@ def results_table(runs: list[EvalRun]) -> Table:
         table.add_column(column, justify="left" if column in ("run", "file") else "right")
     for run in runs:
         for scope, scores in run.report.per_file.items():
-            table.add_row(*_row(run.name, scope, scores))
+            add_row(table, *_row(run.name, scope, scores))
         if len(run.report.per_source) > 1:
             for scope, scores in run.report.per_source.items():
-                table.add_row(*_row(run.name, f"{scope}/*", scores), style="italic")
-        table.add_row(*_row(run.name, "OVERALL", run.report.overall), style="bold", end_section=True)
+                add_row(table, *_row(run.name, f"{scope}/*", scores), style="italic")
+        add_row(table, *_row(run.name, "OVERALL", run.report.overall), style="bold", end_section=True)
     return table
 
 
@@ -150,7 +151,7 @@ def model_table(runs: list[EvalRun]) -> Table:
         table.add_column(column, justify="left" if column == "run" else "right")
     for run in runs:
         m = run.metrics
-        table.add_row(run.name, f"{m['llm_calls']:,}", f"{m['windows_split']:,}",
-                      f"{m['rare_lines_shown']:,}/{m['rare_lines_llm']:,} ({_pct(m['rare_line_coverage'])})",
-                      f"{m['entities_named']:,}", f"{m['entities_ungrounded']:,} ({_pct(m['ungrounded_rate'])})")
+        add_row(table, run.name, f"{m['llm_calls']:,}", f"{m['windows_split']:,}",
+                f"{m['rare_lines_shown']:,}/{m['rare_lines_llm']:,} ({_pct(m['rare_line_coverage'])})",
+                f"{m['entities_named']:,}", f"{m['entities_ungrounded']:,} ({_pct(m['ungrounded_rate'])})")
     return table

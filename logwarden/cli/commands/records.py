@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 from rich.table import Table
-from rich.text import Text
 
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import RunOptions
@@ -30,7 +29,7 @@ from logwarden.cli.common import (
     print_json,
     time_range,
 )
-from logwarden.cli.terminal import shown, shown_block
+from logwarden.cli.terminal import add_row, cell, shown, shown_block
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, RiskRecord
 from logwarden.schemas.record import STATUSES
 
@@ -95,8 +94,8 @@ def _table(rows: list[RiskRecord]) -> Table:
         table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=size, max_width=size)
     table.add_column("anomaly", no_wrap=True, overflow="ellipsis", min_width=room, max_width=room)
     for r, row in zip(rows, cells):
-        row[2] = Text(r.risk_level, style=LEVEL_STYLES[r.risk_level])
-        table.add_row(*row, " ".join(r.anomaly.split()))
+        row[2] = cell(r.risk_level, LEVEL_STYLES[r.risk_level])
+        add_row(table, *row, " ".join(r.anomaly.split()))
     return table
 
 

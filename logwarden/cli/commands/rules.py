@@ -14,7 +14,7 @@ from rich.table import Table
 from logwarden.app.config import get_settings
 from logwarden.app.parse import FORMATS
 from logwarden.cli.common import err_console, handle_errors, json_option, out_console, print_json, sigma_option
-from logwarden.cli.terminal import shown
+from logwarden.cli.terminal import add_row, shown
 from logwarden.errors import InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, risk_rank
 
@@ -117,8 +117,8 @@ def _table(rows: list[dict]) -> Table:
     for r in rows:
         logsource = "/".join(v or "*" for v in r["logsource"].values())
         text = r["title"] if r["state"] in ("loaded",) else f"{r['title']} — {r['reason']}"
-        table.add_row(*map(shown, (r["id"], r["state"], r["level"] or "-", r["category"] or "-", logsource,
-                                   ",".join(r["techniques"]), text)))
+        add_row(table, r["id"], r["state"], r["level"] or "-", r["category"] or "-", logsource,
+                ",".join(r["techniques"]), text)
     return table
 
 
