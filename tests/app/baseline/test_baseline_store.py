@@ -60,10 +60,10 @@ def test_two_hosts_extend_one_baseline_at_once(any_db_url):
         process.join(timeout=300)
         assert process.exitcode == 0
     [row] = [r for r in store.iter_baseline(kind="web")]
-    assert row["data"]["n"] == 2 * 10 * 20  # no flush lost another's requests
+    assert row["data"]["requests"] == 2 * 10 * 20  # no flush lost another's requests
     assert row["clients"] >= 64  # the site's sketch saw both hosts' clients (exact up to 64)
     site = next(store.iter_baseline(kind="web-site"))
-    assert site["data"]["n"] == 400
+    assert site["data"]["requests"] == 400
     fresh = Baseline(store, mode="judge")  # a third host reads what both learned: warm, nothing odd
     assert observe(fresh, [normal(random.Random(9), "10.9.9.9")]) == []
     assert [d.kind for d in observe(fresh, [line("10.9.9.8", "/app/view.php?page=3&lang=es&x=1")])] == ["web-param"]
@@ -142,7 +142,7 @@ def test_cli_export_import_reset_round_trip(tmp_path):
     original, copy = open_store(db), open_store(other)
     assert list(original.iter_baseline()) == list(copy.iter_baseline())
     twice = runner.invoke(main, ["baseline", "import", str(exported), "--db", other])  # what both know adds up
-    assert twice.exit_code == 0 and next(copy.iter_baseline(kind="web"))["data"]["n"] == 120
+    assert twice.exit_code == 0 and next(copy.iter_baseline(kind="web"))["data"]["requests"] == 120
     shown = json.loads(runner.invoke(main, ["baseline", "show", "--db", other, "--json"]).stdout)
     assert {k["kind"] for k in shown["kinds"]} >= {"web", "web-site"}
     assert runner.invoke(main, ["baseline", "reset", "--db", other]).exit_code == 2  # --yes is required
@@ -169,4 +169,4 @@ def test_learning_makes_no_records_and_reads_compressed_history(tmp_path):
     learned = learn_paths(store, [tmp_path / "logs"])
     assert (learned.files, learned.lines, learned.errors) == (1, 50, 0)
     assert store.count_records(RecordFilter()) == 0 and store.list_sources() == []
-    assert next(store.iter_baseline(kind="web"))["data"]["n"] == 50
+    assert next(store.iter_baseline(kind="web"))["data"]["requests"] == 50
