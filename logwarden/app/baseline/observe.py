@@ -53,6 +53,10 @@ from logwarden.errors import InputError
 MODES = ("judge", "learn", "off")
 WEB_FORMATS = frozenset(("access", "http_request", "w3c", "aws_lb", "json"))
 ENTITY_FORMATS = frozenset(("windows", "syslog", "rfc5424"))
+# Requests per client and endpoint whose values one judged run learns: a client that floods an
+# endpoint, or ramps a value's length a little at a time, teaches no more than a few ordinary ones.
+TEACH_MAX = 8
+RUN_CLIENTS_MAX = 200_000  # (client, endpoint) pairs a run remembers for that (then it starts over)
 
 
 class ProfileRows(Protocol):
@@ -77,6 +81,8 @@ class Baseline:
         self._counts: dict[tuple[str, str], int] = {}  # rows per (kind, scope), for "N known endpoints"
         self._mutes = rows.baseline_mutes() if rows is not None and mode != "off" else set()
         self.deviations = 0
+        self._taught: dict[tuple[str, str, int], int] = {}  # (site, endpoint, client) → requests learned
+        self._deviant: set[int] = set()  # clients that deviated in this run: they teach nothing more
 
     # ---- the window ------------------------------------------------------------------------
 
@@ -125,6 +131,7 @@ class Baseline:
             if isinstance(ops[-1], Pend):  # an unknown endpoint not yet asked for by enough clients
                 deviations = [unknown_endpoint(request, site.profile, self._count("web", request.site))]
                 settle_levels(deviations)
+                self._deviates(client)
                 return deviations
         else:
             site.learn(site.profile.learn_ops(client))
@@ -134,10 +141,33 @@ class Baseline:
             if deviations:
                 settle_levels(deviations)
         skip = {d.extra["param"] for d in deviations if "param" in d.extra}
-        endpoint.learn(endpoint.profile.learn_ops(request, client, skip=skip, trusted=self.mode == "learn"))
+        teach = self._teaches(request, client)  # a first deviation still counts towards its pending names
+        if deviations:
+            self._deviates(client)
+        endpoint.learn(endpoint.profile.learn_ops(request, client, skip=skip, trusted=self.mode == "learn",
+                                                  teach=teach))
         if endpoint.profile.requests <= 2:  # a first request makes a singleton, a second unmakes it
             site.learn([Single(1 if endpoint.profile.requests == 1 else -1)])
         return deviations
+
+    def _deviates(self, client: int) -> None:
+        if len(self._deviant) >= RUN_CLIENTS_MAX:
+            self._deviant.clear()
+        self._deviant.add(client)
+
+    def _teaches(self, request: WebRequest, client: int) -> bool:
+        """May this request's values be learned? Always from history an analyst chose (`learn`);
+        in a judged run, not from a client that deviated, nor beyond TEACH_MAX of one client's
+        requests to one endpoint — so a run's deviating traffic never becomes the next run's normal."""
+        if self.mode == "learn":
+            return True
+        if client in self._deviant:
+            return False
+        if len(self._taught) >= RUN_CLIENTS_MAX:
+            self._taught.clear()
+        address = (request.site, request.endpoint, client)
+        taught = self._taught[address] = self._taught.get(address, 0) + 1
+        return taught <= TEACH_MAX
 
     def _learner(self, kind: str, scope: str, key: str, learners: dict[tuple[str, str, str], _Learner]) -> _Learner:
         found = learners.get((kind, scope, key))

@@ -4,9 +4,10 @@ and what their values look like — learned from access logs and raw request dum
 Owns: turning a window's events into requests (`requests_of`: one access-log line is one request;
 a raw HTTP dump's request line, Cookie header and body are assembled into one), endpoint keys
 (method + path with ids, hashes and UUIDs masked), the endpoint and site profiles, and judging a
-request against them. Support is counted per distinct client (address, else session cookie, else
-user, else the request itself), so one client flooding a renamed parameter never makes it
-normal; nothing is judged before a site and an endpoint have enough clients (warm-up). A request's
+request against them. Support is counted per distinct client (an address's network — /24, /64 —
+else session cookie, else user, else the request itself), so one client flooding a renamed
+parameter, or a botnet in one network, never makes it normal; nothing is judged before a site
+and an endpoint have enough clients (warm-up). A request's
 deviating parts are not learned: they wait as *pending* until enough distinct clients show them
 (a new page or parameter the site really added), or an analyst accepts them.
 Knows nothing of the store (profiles come and go as JSON) or of signals.
@@ -14,6 +15,7 @@ Knows nothing of the store (profiles come and go as JSON) or of signals.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ PARAMS_MAX = 64  # parameters an endpoint profile keeps (the least supported go 
 PENDING_MAX = 256  # pending endpoints a site keeps
 REQUEST_PARAMS_MAX = 256  # parameters of one request that are looked at (the rest are counted)
 NAME_MAX = 128
+NETWORK_V4, NETWORK_V6 = 24, 64  # the prefix an address is counted by (one site's users rarely share one)
 SESSION_COOKIES = ("jsessionid", "phpsessid", "asp.net_sessionid", "sessionid", "session", "sid", "connect.sid",
                    "laravel_session", "_session_id")
 
@@ -62,9 +65,28 @@ class WebRequest:
     lines: list[int]
     dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
     names: tuple[str, ...] = field(init=False)  # the distinct parameter names, in order (judge and learn both ask)
+    identity: str = field(init=False)  # who support counts: the client's network for an address
 
     def __post_init__(self) -> None:
         self.names = tuple(dict.fromkeys(n for n, _ in self.params)) if self.params else ()
+        self.identity = identity_of(self.client)
+
+
+@lru_cache(maxsize=1 << 14)  # clients repeat line after line
+def identity_of(client: str) -> str:
+    """An address counts as its network (/24 IPv4, /64 IPv6): whoever holds a /64, or a handful of
+    neighbouring addresses, is one client, so support is distinct networks, not addresses."""
+    kind, _, value = client.partition(":")
+    if kind != "src_ip":
+        return client
+    try:
+        address = ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    prefix = NETWORK_V4 if address.version == 4 else NETWORK_V6
+    return f"net:{ipaddress.ip_network(f'{address}/{prefix}', strict=False)}"
 
 
 def endpoint_key(method: str, path: str) -> str:
@@ -217,7 +239,7 @@ class EndpointProfile:
 
     def judge(self, request: WebRequest, where: str) -> list[Deviation]:
         out = [self._unknown_name(request, name, where) for name in request.names
-               if not self._known(name) and not self._promotes(name, client_hash(request.client))]
+               if not self._known(name) and not self._promotes(name, client_id(request))]
         out += self._missing(request, where)
         out += self._values(request, where)
         if request.dropped:
@@ -257,12 +279,15 @@ class EndpointProfile:
         return out
 
     def learn_ops(self, request: WebRequest, client: int, *, skip: set[str] = frozenset(),
-                  trusted: bool = False) -> list[Op]:
+                  trusted: bool = False, teach: bool = True) -> list[Op]:
         """What learning the request changes, decided on this profile: count it; learn each parameter's
         value except those in `skip` (deviating values); a name new to a warm endpoint waits as pending
         until PROMOTE clients used it, unless the data is `trusted` (history an analyst chose). The
-        same operations are applied to the profile and to the delta a store merges (`apply`)."""
+        same operations are applied to the profile and to the delta a store merges (`apply`). A
+        request that may not `teach` (its client has taught enough, or deviated) is only counted."""
         ops: list[Op] = [Count(client, request.names)]
+        if not teach:
+            return ops
         for name, value in request.params:
             if name in skip:
                 continue
@@ -452,4 +477,4 @@ def judge_request(request: WebRequest, profile: EndpointProfile) -> list[Deviati
 
 
 def client_id(request: WebRequest) -> int:
-    return client_hash(request.client)
+    return client_hash(request.identity)

@@ -45,7 +45,7 @@ def _host_learns(url: str, host: int) -> None:
     store, rng = open_store(url), random.Random(host)
     baseline = Baseline(store, mode="learn")
     for batch in range(10):
-        observe(baseline, [normal(rng, f"10.{host}.{batch}.{i}") for i in range(20)])
+        observe(baseline, [normal(rng, f"10.{host}.{batch * 20 + i}.1") for i in range(20)])
         flush(store, baseline)
     store.close()
 
@@ -74,7 +74,7 @@ def test_what_a_run_learned_is_there_for_the_next_run(tmp_path):
     rng = random.Random(4)
     first = open_store(url)
     baseline = Baseline(first, mode="judge")
-    observe(baseline, [normal(rng, f"10.0.0.{i}") for i in range(100)])
+    observe(baseline, [normal(rng, f"10.0.{i}.1") for i in range(100)])
     flush(first, baseline)
     first.close()
     again = Baseline(open_store(url), mode="judge")
@@ -88,7 +88,7 @@ def test_a_scope_keeps_at_most_its_row_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(writes, "BASELINE_ROWS_MAX", 50)
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     baseline = Baseline(store, mode="learn")
-    observe(baseline, [line(f"10.0.{i // 200}.{i % 200}", f"/p{i}/x.php?a=1") for i in range(400)])
+    observe(baseline, [line(f"10.{i // 200}.{i % 200}.1", f"/p{i}/x.php?a=1") for i in range(400)])
     flush(store, baseline)
     assert sum(1 for _ in store.iter_baseline(kind="web")) == 50
 
@@ -103,7 +103,7 @@ def test_cli_learn_then_analyze_then_accept_and_mute(tmp_path):
     rng = random.Random(5)
     (tmp_path / "last-week").mkdir()  # access.log.1 is access.log's history: one site
     history = _write_access(tmp_path / "last-week" / "access.log.1",
-                            [normal(rng, f"10.1.{i // 100}.{i % 100}") for i in range(300)])
+                            [normal(rng, f"10.{i // 100}.{i % 100}.1") for i in range(300)])
     today = tmp_path / "today"
     today.mkdir()
     _write_access(today / "access.log", [normal(rng, "10.2.0.1"), line("203.0.113.7", "/app/view.php?page=2&lang=es&dbg=on")])
@@ -132,7 +132,7 @@ def test_cli_learn_then_analyze_then_accept_and_mute(tmp_path):
 def test_cli_export_import_reset_round_trip(tmp_path):
     db, other = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     rng = random.Random(6)
-    history = _write_access(tmp_path / "h.log", [normal(rng, f"10.3.0.{i}") for i in range(60)])
+    history = _write_access(tmp_path / "h.log", [normal(rng, f"10.3.{i}.1") for i in range(60)])
     runner = CliRunner()
     assert runner.invoke(main, ["baseline", "learn", str(history), "--db", db]).exit_code == 0
     exported = tmp_path / "baseline.jsonl"
@@ -165,7 +165,7 @@ def test_learning_makes_no_records_and_reads_compressed_history(tmp_path):
     rng = random.Random(7)
     (tmp_path / "logs").mkdir()
     with gzip.open(tmp_path / "logs" / "access.log.1.gz", "wt") as handle:
-        handle.write("\n".join(normal(rng, f"10.4.0.{i}") for i in range(50)) + "\n")
+        handle.write("\n".join(normal(rng, f"10.4.{i}.1") for i in range(50)) + "\n")
     learned = learn_paths(store, [tmp_path / "logs"])
     assert (learned.files, learned.lines, learned.errors) == (1, 50, 0)
     assert store.count_records(RecordFilter()) == 0 and store.list_sources() == []

@@ -1,5 +1,7 @@
 """The traffic behind fixtures/profiles_v1.json: a shop's access log and a host's sshd log (history
-to learn, then a day to judge). Deterministic, so the fixture's rows can be learned again."""
+to learn, then a day to judge). Deterministic, so the fixture's rows can be learned again. Every
+web client is in a network of its own (/24), so it is one client whether support counts
+addresses (as the code that wrote the fixture did) or networks."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def sshd(day: int, second: int, text: str) -> str:
 
 def history() -> dict[str, tuple[str, list[str]]]:
     rng = random.Random(41)
-    access = [shop(rng, f"10.1.{i % 7}.{i % 61}") for i in range(600)]
+    access = [shop(rng, f"10.{i % 7}.{i % 61}.1") for i in range(600)]
     auth = []
     for i in range(5200):
         day = 9 if i < 2600 else 10
@@ -45,11 +47,11 @@ def history() -> dict[str, tuple[str, list[str]]]:
 def today() -> dict[str, tuple[str, list[str]]]:
     rng = random.Random(42)
     access = [shop(rng, "10.1.0.1"),
-              web("203.0.113.5", "/shop/item.php?id=7&lang=es&debug=1"),  # a parameter never seen
-              web("203.0.113.6", "/shop/item.php?id=7%27%20or%201=1--&lang=es"),  # an odd value, attack syntax
-              web("203.0.113.7", "/shop/search.php?q=" + "A" * 400 + "&lang=en"),  # a long value
-              web("203.0.113.8", "/shop/item.php?id=7&lang=xx"),  # not one of its values
-              web("203.0.113.9", "/admin/backup.php")]  # a page never served
+              web("203.0.118.5", "/shop/item.php?id=7&lang=es&debug=1"),  # a parameter never seen
+              web("203.0.119.6", "/shop/item.php?id=7%27%20or%201=1--&lang=es"),  # an odd value, attack syntax
+              web("203.0.120.7", "/shop/search.php?q=" + "A" * 400 + "&lang=en"),  # a long value
+              web("203.0.121.8", "/shop/item.php?id=7&lang=xx"),  # not one of its values
+              web("203.0.122.9", "/admin/backup.php")]  # a page never served
     auth = [sshd(11, 1, "Accepted publickey for alice from 10.0.0.1 port 50001 ssh2"),
             sshd(11, 2, "Accepted password for mallory from 198.51.100.4 port 50002 ssh2"),  # a new logon
             sshd(11, 3, "Server listening on 0.0.0.0 port 2222.")]  # a kind never written
