@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from logwarden.app.baseline.deviation import ref_parts, refs_in
+from logwarden.app.baseline.deviation import Ref, refs_in
 from logwarden.schemas import RiskRecord
 from logwarden.ui import data
 
@@ -20,8 +20,8 @@ def deviation_actions(url: str, record: RiskRecord) -> None:
     if done := st.session_state.pop("deviation_done", None):
         st.success(done)
     for i, ref in enumerate(refs):
-        kind, scope, *rest = ref_parts(ref)
-        st.text(f"{kind} · {scope} · {' · '.join(p for p in rest if p)}")
+        parsed = Ref.parse(ref)
+        st.text(f"{parsed.kind} · {parsed.scope} · {' · '.join(p for p in parsed.parts if p)}")
         accept, mute = st.columns(2)
         if accept.button("Accept", key=f"deviation_accept_{i}"):
             st.session_state["deviation_done"] = f"Accepted: {data.accept_deviation(url, ref)}"

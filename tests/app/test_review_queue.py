@@ -64,7 +64,7 @@ def site(tmp_path: Path):
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "access.log.1").write_text("\n".join(
-        access(f"10.0.{i // 200}.{i % 200}", f"/shop/item.php?id={rng.randint(1, 99)}&qty={rng.randint(1, 9)}")
+        access(f"10.{i // 200}.{i % 200}.1", f"/shop/item.php?id={rng.randint(1, 99)}&qty={rng.randint(1, 9)}")
         for i in range(300)) + "\n")
     learn_paths(store, [tmp_path / "old"])
     lines = [access(f"10.1.0.{i}", f"/shop/item.php?id={i}&qty=1") for i in range(40)]

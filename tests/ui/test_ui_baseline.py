@@ -28,7 +28,7 @@ def test_accept_and_mute_from_the_record_page(tmp_path, monkeypatch):
     history = tmp_path / "old"
     history.mkdir()
     (history / "access.log.1").write_text("\n".join(
-        line(f"10.0.{i // 100}.{i % 100}", f"/app/view.php?page={rng.randint(1, 40)}&lang=es") for i in range(200)) + "\n")
+        line(f"10.{i // 100}.{i % 100}.1", f"/app/view.php?page={rng.randint(1, 40)}&lang=es") for i in range(200)) + "\n")
     today = tmp_path / "new"
     today.mkdir()
     (today / "access.log").write_text(line("203.0.113.4", "/app/view.php?page=2&lang=es&dbg=1") + "\n")

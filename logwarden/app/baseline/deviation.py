@@ -1,7 +1,7 @@
 """A deviation from the learned baseline, and the signal it becomes.
 
 Owns: `Deviation` (what differs, what was expected, how much support the baseline has, the
-lines, and a stable `ref` an analyst can accept or mute), the rule ids (`lw-baseline-*`), and
+lines, and a stable `Ref` an analyst can accept or mute), the rule ids (`lw-baseline-*`), and
 the level rule: `low` alone, `medium` when independent deviations of one request or event agree
 (families) or a deviating value carries attack syntax. Knows nothing of how profiles are learned.
 """
@@ -32,7 +32,7 @@ class Deviation:
     category: str
     techniques: list[str]
     key: str  # what the record groups on (client + endpoint, template, entity)
-    ref: str  # kind|scope|feature…: stable, accepted or muted as a whole
+    ref: str  # a written `Ref`: accepted or muted as a whole
     text: str  # what was seen and what was expected, with the baseline's support
     lines: list[int]
     attack_syntax: bool = False
@@ -44,13 +44,23 @@ class Deviation:
         return f"{RULE_PREFIX}{self.kind}"
 
 
-def make_ref(*parts: str) -> str:
-    """`kind|scope|…`, each part quoted so a ref has no spaces, parentheses or bars of its own."""
-    return "|".join(quote(str(part), safe="/:.-_~@*") for part in parts)
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """What a deviation names, stable across runs: `kind|scope|…` — `web|SITE|ENDPOINT|FEATURE|NAME`,
+    `template|SCOPE|TEMPLATE`, `entity|HOST|KIND|COMBO`. Written with each part quoted, so a ref
+    has no spaces, parentheses or bars of its own; a written ref that is a prefix of another mutes it."""
 
+    kind: str
+    scope: str
+    parts: tuple[str, ...] = ()
 
-def ref_parts(ref: str) -> list[str]:
-    return [unquote(part) for part in ref.split("|")]
+    def __str__(self) -> str:
+        return "|".join(quote(str(part), safe="/:.-_~@*") for part in (self.kind, self.scope, *self.parts))
+
+    @classmethod
+    def parse(cls, text: str) -> Ref:
+        pieces = [unquote(part) for part in text.split("|")]
+        return cls(pieces[0], pieces[1] if len(pieces) > 1 else "", tuple(pieces[2:]))
 
 
 def settle_levels(deviations: Sequence[Deviation]) -> None:

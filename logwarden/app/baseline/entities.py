@@ -2,7 +2,8 @@
 a common program is called, and which services, scheduled tasks and Run keys exist.
 
 Owns: reading those entities out of events (Windows Security/System/Sysmon, Sysmon for Linux,
-sshd), the per-host entity profiles (counts and first day of each combination), and judging a
+sshd), the per-host entity profiles (counts and first day of each combination; the host's
+`Age` is its own row), and judging a
 combination never seen on a host that has a long enough history (`HOST_EVENTS` events over
 `HOST_DAYS` distinct days: a first look at a host judges nothing). Knows nothing of the store.
 """
@@ -10,17 +11,15 @@ combination never seen on a host that has a long enough history (`HOST_EVENTS` e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from logwarden.app.baseline.deviation import Deviation, make_ref
-from logwarden.app.baseline.sketch import Support, client_hash
+from logwarden.app.baseline.deviation import Deviation, Ref
+from logwarden.app.baseline.sketch import Age
 from logwarden.app.events import Event
 
 HOST_EVENTS = 2000
 HOST_DAYS = 2
 IMAGE_CALLS = 20  # a command-line shape is judged only for a program the host has run this often
-DAY_K = 32
 
 # kind → (category, ATT&CK, what it is)
 KINDS = {
@@ -91,39 +90,6 @@ def _windows(event: Event, host: str) -> list[Entity]:
     return []
 
 
-class HostAge:
-    """How long a host has been seen: events and distinct days (its entities are `EntityStats` rows)."""
-
-    __slots__ = ("events", "days")
-
-    def __init__(self) -> None:
-        self.events = 0
-        self.days = Support(DAY_K)
-
-    @property
-    def warm(self) -> bool:
-        return self.events >= HOST_EVENTS and self.days.clients() >= HOST_DAYS
-
-    def learn(self, events: int, days: Iterable[int]) -> None:
-        self.events += events
-        for day in days:
-            self.days.add(client_hash(str(day)))
-
-    def merge(self, other: HostAge) -> None:
-        self.events += other.events
-        self.days.merge(other.days)
-
-    def to_json(self) -> dict:
-        return {"n": self.events, "d": self.days.to_json()}
-
-    @classmethod
-    def from_json(cls, data: dict) -> HostAge:
-        age = cls()
-        age.events = int(data.get("n", 0))
-        age.days = Support.from_json(DAY_K, data.get("d"))
-        return age
-
-
 class EntityStats:
     """One combination on one host (or, keyed `calls IMAGE`, how often a program ran): count and first day."""
 
@@ -142,12 +108,19 @@ class EntityStats:
         if other.first_day is not None and (self.first_day is None or other.first_day < self.first_day):
             self.first_day = other.first_day
 
-    def to_json(self) -> list:
-        return [self.count, self.first_day]
+    def weight(self) -> int:
+        return 0  # a host's entity rows are capped by when they were last seen alone
+
+    def to_json(self) -> dict:
+        return {"count": self.count, "first_day": self.first_day}
 
     @classmethod
-    def from_json(cls, data: list) -> EntityStats:
-        return cls(int(data[0]), data[1])
+    def from_json(cls, data: dict) -> EntityStats:
+        return cls(int(data["count"]), data.get("first_day"))
+
+
+def host_warm(age: Age) -> bool:
+    return age.warm(HOST_EVENTS, HOST_DAYS)
 
 
 def entity_key(entity: Entity) -> str:
@@ -158,11 +131,11 @@ def calls_key(entity: Entity) -> str | None:
     return f"calls {entity.image}" if entity.image else None
 
 
-def first_seen(entity: Entity, age: HostAge, line: int) -> Deviation:
+def first_seen(entity: Entity, age: Age, line: int) -> Deviation:
     category, techniques, what = KINDS[entity.kind]
     return Deviation(kind="entity", family="entity", category=category, techniques=list(techniques),
                      key=f"{entity.host} {what}: {entity.combo[:80]}",
-                     ref=make_ref("entity", entity.host, entity.kind, entity.combo),
+                     ref=str(Ref("entity", entity.host, (entity.kind, entity.combo))),
                      text=f"first {what} of its kind on {entity.host}: {entity.shown[:200]} (host history: "
                           f"{age.events:,} events over {age.days.clients()} days)",
                      lines=[line])

@@ -3,8 +3,9 @@
 Owns: `Support` — how many distinct clients (addresses, sessions, users, hosts, days) something
 was seen from, as a k-minimum-values sketch: exact up to `k`, an estimate beyond, bounded in
 memory, and mergeable (the union of two sketches is the sketch of the union), so watchers on
-several hosts extend one baseline; and `Moments` — count, mean, variance and maximum (Welford,
-merged with Chan's parallel formula). Knows nothing of logs or the store: everything is a plain
+several hosts extend one baseline; `Moments` — count, mean, variance and maximum (Welford,
+merged with Chan's parallel formula); and `Age` — events and distinct days, the warm-up of a
+log scope or a host. Knows nothing of logs or the store: everything is a plain
 JSON-able list.
 """
 
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
+from collections.abc import Iterable
 from functools import lru_cache
 
 HASH_SPACE = 2**32
+DAY_K = 32  # distinct days an `Age` counts exactly
 
 
 @lru_cache(maxsize=1 << 14)  # clients, hosts and days repeat line after line
@@ -106,3 +109,35 @@ class Moments:
     @classmethod
     def from_json(cls, data: list[float] | None) -> Moments:
         return cls(*data) if data else cls()
+
+
+class Age:
+    """How long something has been seen — a log scope's lines, a host's events — and on how many
+    distinct days: nothing is judged against a history shorter than both thresholds (`warm`)."""
+
+    __slots__ = ("events", "days")
+
+    def __init__(self, events: int = 0, days: Support | None = None):
+        self.events, self.days = events, days or Support(DAY_K)
+
+    def warm(self, events: int, days: int) -> bool:
+        return self.events >= events and self.days.clients() >= days
+
+    def learn(self, events: int, days: Iterable[int]) -> None:
+        self.events += events
+        for day in days:
+            self.days.add(client_hash(str(day)))
+
+    def merge(self, other: Age) -> None:
+        self.events += other.events
+        self.days.merge(other.days)
+
+    def weight(self) -> int:
+        return self.events
+
+    def to_json(self) -> dict:
+        return {"events": self.events, "days": self.days.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Age:
+        return cls(int(data.get("events", 0)), Support.from_json(DAY_K, data.get("days")))

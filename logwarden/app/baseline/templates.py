@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from logwarden.app.baseline.deviation import Deviation, make_ref
-from logwarden.app.baseline.sketch import Support, client_hash
+from logwarden.app.baseline.deviation import Deviation, Ref
+from logwarden.app.baseline.sketch import Age, Support, client_hash
 from logwarden.app.events import Event
 from logwarden.app.mine import SourceMiner, Window
 
 SCOPE_LINES = 5000
 SCOPE_DAYS = 2
 HOST_K = 8
-DAY_K = 32
 LINES_SHOWN = 20  # evidence lines per novel template and window
 
 
@@ -53,45 +52,19 @@ class TemplateStats:
         self.learn(other.count, (), other.first_day)
         self.hosts.merge(other.hosts)
 
-    def to_json(self) -> list:
-        return [self.count, self.hosts.to_json(), self.first_day]
-
-    @classmethod
-    def from_json(cls, data: list) -> TemplateStats:
-        return cls(int(data[0]), Support.from_json(HOST_K, data[1]), data[2])
-
-
-class TemplateScope:
-    """A scope's age: the lines and distinct days it has been seen for (its kinds are `TemplateStats` rows)."""
-
-    __slots__ = ("lines", "days")
-
-    def __init__(self) -> None:
-        self.lines = 0
-        self.days = Support(DAY_K)
-
-    @property
-    def warm(self) -> bool:
-        return self.lines >= SCOPE_LINES and self.days.clients() >= SCOPE_DAYS
-
-    def learn(self, lines: int, days: Iterable[int]) -> None:
-        self.lines += lines
-        for day in days:
-            self.days.add(client_hash(str(day)))
-
-    def merge(self, other: TemplateScope) -> None:
-        self.lines += other.lines
-        self.days.merge(other.days)
+    def weight(self) -> int:
+        return self.hosts.clients()
 
     def to_json(self) -> dict:
-        return {"n": self.lines, "d": self.days.to_json()}
+        return {"count": self.count, "hosts": self.hosts.to_json(), "first_day": self.first_day}
 
     @classmethod
-    def from_json(cls, data: dict) -> TemplateScope:
-        scope = cls()
-        scope.lines = int(data.get("n", 0))
-        scope.days = Support.from_json(DAY_K, data.get("d"))
-        return scope
+    def from_json(cls, data: dict) -> TemplateStats:
+        return cls(int(data["count"]), Support.from_json(HOST_K, data.get("hosts")), data.get("first_day"))
+
+
+def scope_warm(age: Age) -> bool:
+    return age.warm(SCOPE_LINES, SCOPE_DAYS)
 
 
 def new_clusters(window: Window, miner: SourceMiner) -> set[int]:
@@ -100,9 +73,9 @@ def new_clusters(window: Window, miner: SourceMiner) -> set[int]:
     return {cid for cid, n in counts.items() if miner.cluster_size(cid) <= n}
 
 
-def novelty(scope: str, template: str, age: TemplateScope, kinds: int, lines: list[int]) -> Deviation:
+def novelty(scope: str, template: str, age: Age, kinds: int, lines: list[int]) -> Deviation:
     return Deviation(kind="template", family="template", category="system_failure", techniques=[],
-                     key=f"novel {template[:80]}", ref=make_ref("template", scope, template[:300]),
-                     text=f"{scope} never wrote a message like {template[:160]!r} in {age.lines:,} lines over "
+                     key=f"novel {template[:80]}", ref=str(Ref("template", scope, (template[:300],))),
+                     text=f"{scope} never wrote a message like {template[:160]!r} in {age.events:,} lines over "
                           f"{age.days.clients()} days of history ({kinds:,} known kinds)",
                      lines=lines[:LINES_SHOWN])

@@ -233,20 +233,20 @@ class ValueModel:
     # ---- storage -----------------------------------------------------------------------------
 
     def to_json(self) -> dict:
-        return {"s": self.support.to_json(), "len": self.length.to_json(),
-                "cls": {c: s.to_json() for c, s in self.classes.items()}, "enum": self.enum,
-                "num": [self.low, self.high] if self.numeric else None}
+        return {"clients": self.support.to_json(), "length": self.length.to_json(),
+                "classes": {c: s.to_json() for c, s in self.classes.items()}, "enum": self.enum,
+                "range": [self.low, self.high] if self.numeric else None}
 
     @classmethod
     def from_json(cls, data: dict) -> ValueModel:
         model = cls()
-        model.support = Support.from_json(PARAM_K, data.get("s"))
-        model.length = Moments.from_json(data.get("len"))
-        model.classes = {c: Support.from_json(CLASS_K, s) for c, s in (data.get("cls") or {}).items()}
+        model.support = Support.from_json(PARAM_K, data.get("clients"))
+        model.length = Moments.from_json(data["length"])
+        model.classes = {c: Support.from_json(CLASS_K, s) for c, s in (data.get("classes") or {}).items()}
         model.enum = data.get("enum")
-        num = data.get("num")
-        model.numeric = num is not None
-        model.low, model.high = (num if num else (None, None))
+        bounds = data.get("range")  # None: not always a number; [None, None]: no value yet
+        model.numeric = bounds is not None
+        model.low, model.high = (bounds if bounds else (None, None))
         return model
 
 

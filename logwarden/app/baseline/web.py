@@ -4,9 +4,10 @@ and what their values look like — learned from access logs and raw request dum
 Owns: turning a window's events into requests (`requests_of`: one access-log line is one request;
 a raw HTTP dump's request line, Cookie header and body are assembled into one), endpoint keys
 (method + path with ids, hashes and UUIDs masked), the endpoint and site profiles, and judging a
-request against them. Support is counted per distinct client (address, else session cookie, else
-user, else the request itself), so one client flooding a renamed parameter never makes it
-normal; nothing is judged before a site and an endpoint have enough clients (warm-up). A request's
+request against them. Support is counted per distinct client (an address's network — /24, /64 —
+else session cookie, else user, else the request itself), so one client flooding a renamed
+parameter, or a botnet in one network, never makes it normal; nothing is judged before a site
+and an endpoint have enough clients (warm-up). A request's
 deviating parts are not learned: they wait as *pending* until enough distinct clients show them
 (a new page or parameter the site really added), or an analyst accepts them.
 Knows nothing of the store (profiles come and go as JSON) or of signals.
@@ -14,12 +15,14 @@ Knows nothing of the store (profiles come and go as JSON) or of signals.
 
 from __future__ import annotations
 
+import ipaddress
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from logwarden.app.baseline.deviation import Deviation, make_ref
+from logwarden.app.baseline.deviation import Deviation, Ref
+from logwarden.app.baseline.ops import Count, LearnValue, Op, Pend, Promote, Single
 from logwarden.app.baseline.sketch import Support, client_hash
 from logwarden.app.baseline.values import Value, ValueModel, attack_syntax, decoded
 from logwarden.app.events import Event
@@ -38,6 +41,7 @@ PARAMS_MAX = 64  # parameters an endpoint profile keeps (the least supported go 
 PENDING_MAX = 256  # pending endpoints a site keeps
 REQUEST_PARAMS_MAX = 256  # parameters of one request that are looked at (the rest are counted)
 NAME_MAX = 128
+NETWORK_V4, NETWORK_V6 = 24, 64  # the prefix an address is counted by (one site's users rarely share one)
 SESSION_COOKIES = ("jsessionid", "phpsessid", "asp.net_sessionid", "sessionid", "session", "sid", "connect.sid",
                    "laravel_session", "_session_id")
 
@@ -50,7 +54,9 @@ _ROTATED = re.compile(r"(?:[.-]\d+|[.-]\d{8}|\.gz|\.bz2|\.xz|\.old)+$")
 
 
 @dataclass(slots=True)
-class Request:
+class WebRequest:
+    """One HTTP request as the baseline sees it (not the model's `engine.api.Request`)."""
+
     site: str
     method: str
     endpoint: str
@@ -59,9 +65,28 @@ class Request:
     lines: list[int]
     dropped: int = 0  # parameters beyond REQUEST_PARAMS_MAX
     names: tuple[str, ...] = field(init=False)  # the distinct parameter names, in order (judge and learn both ask)
+    identity: str = field(init=False)  # who support counts: the client's network for an address
 
     def __post_init__(self) -> None:
         self.names = tuple(dict.fromkeys(n for n, _ in self.params)) if self.params else ()
+        self.identity = identity_of(self.client)
+
+
+@lru_cache(maxsize=1 << 14)  # clients repeat line after line
+def identity_of(client: str) -> str:
+    """An address counts as its network (/24 IPv4, /64 IPv6): whoever holds a /64, or a handful of
+    neighbouring addresses, is one client, so support is distinct networks, not addresses."""
+    kind, _, value = client.partition(":")
+    if kind != "src_ip":
+        return client
+    try:
+        address = ipaddress.ip_address(value.split("%", 1)[0])
+    except ValueError:
+        return client
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    prefix = NETWORK_V4 if address.version == 4 else NETWORK_V6
+    return f"net:{ipaddress.ip_network(f'{address}/{prefix}', strict=False)}"
 
 
 def endpoint_key(method: str, path: str) -> str:
@@ -128,7 +153,7 @@ def session_of(cookie: str) -> str:
     return cookie[:256]
 
 
-def requests_of(events: Iterable[Event], fmt: str) -> Iterator[Request]:
+def requests_of(events: Iterable[Event], fmt: str) -> Iterator[WebRequest]:
     """The requests a window holds. Raw HTTP dumps (`http_request`) are assembled from their lines."""
     if fmt == "http_request":
         yield from _dumped_requests(events)
@@ -139,13 +164,13 @@ def requests_of(events: Iterable[Event], fmt: str) -> Iterator[Request]:
             yield request
 
 
-def _logged_request(event: Event, session: str | None = None) -> Request | None:
+def _logged_request(event: Event, session: str | None = None) -> WebRequest | None:
     method, path = event.fields.get("method"), event.fields.get("path")
     if not (isinstance(method, str) and isinstance(path, str) and path):
         return None
     query = path.split("?", 1)[1] if "?" in path else ""
     params, dropped = _params(query)
-    return Request(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
+    return WebRequest(site=site_of(event), method=method, endpoint=endpoint_key(method, path), params=params,
                    client=_client(event, session), lines=[event.line_no], dropped=dropped)
 
 
@@ -158,14 +183,14 @@ class _Dump:
     body: Event | None = None
     lines: list[int] = field(default_factory=list)
 
-    def request(self) -> Request | None:
+    def request(self) -> WebRequest | None:
         request = _logged_request(self.body or self.line, self.session)
         if request is not None:
             request.lines = sorted({self.line.line_no, *([self.body.line_no] if self.body else [])})
         return request
 
 
-def _dumped_requests(events: Iterable[Event]) -> Iterator[Request]:
+def _dumped_requests(events: Iterable[Event]) -> Iterator[WebRequest]:
     current: _Dump | None = None
     for event in events:
         fields = event.fields
@@ -212,9 +237,9 @@ class EndpointProfile:
         model = self.params.get(name)
         return name in self.accepted or (model is not None and model.support.clients() >= NAME_MIN)
 
-    def judge(self, request: Request, where: str) -> list[Deviation]:
+    def judge(self, request: WebRequest, where: str) -> list[Deviation]:
         out = [self._unknown_name(request, name, where) for name in request.names
-               if not self._known(name) and not self._promotes(name, client_hash(request.client))]
+               if not self._known(name) and not self._promotes(name, client_id(request))]
         out += self._missing(request, where)
         out += self._values(request, where)
         if request.dropped:
@@ -222,14 +247,14 @@ class EndpointProfile:
                                   f"{len(request.params) + request.dropped} parameters in one request"))
         return out
 
-    def _unknown_name(self, request: Request, name: str, where: str) -> Deviation:
+    def _unknown_name(self, request: WebRequest, name: str, where: str) -> Deviation:
         usual = self.usual_names()
         shown = ", ".join(usual[:6]) + (f" (+{len(usual) - 6})" if len(usual) > 6 else "")
         return _deviation(request, "web-param", "structure", where, "name", name,
                           f"parameter {name!r} never seen on {where} in {self.requests:,} requests from "
                           f"{self.clients():,} clients; usual names: {shown or 'none'}")
 
-    def _missing(self, request: Request, where: str) -> list[Deviation]:
+    def _missing(self, request: WebRequest, where: str) -> list[Deviation]:
         if self.requests < ENDPOINT_WARMUP:
             return []
         expected = [n for n, seen in self.presence.items()
@@ -240,7 +265,7 @@ class EndpointProfile:
                            f"parameter(s) {', '.join(sorted(expected))} missing: present in "
                            f"{min(self.presence[n] for n in expected):,} of {self.requests:,} requests to {where}")]
 
-    def _values(self, request: Request, where: str) -> list[Deviation]:
+    def _values(self, request: WebRequest, where: str) -> list[Deviation]:
         out = []
         for name, value in request.params:
             model = self.params.get(name)
@@ -253,23 +278,26 @@ class EndpointProfile:
                 out.append(deviation)
         return out
 
-    def learn_ops(self, request: Request, client: int, *, skip: set[str] = frozenset(),
-                  trusted: bool = False) -> list[tuple]:
+    def learn_ops(self, request: WebRequest, client: int, *, skip: set[str] = frozenset(),
+                  trusted: bool = False, teach: bool = True) -> list[Op]:
         """What learning the request changes, decided on this profile: count it; learn each parameter's
         value except those in `skip` (deviating values); a name new to a warm endpoint waits as pending
         until PROMOTE clients used it, unless the data is `trusted` (history an analyst chose). The
-        same operations are applied to the profile and to the delta a store merges (`apply`)."""
-        ops: list[tuple] = [("count", client, request.names)]
+        same operations are applied to the profile and to the delta a store merges (`apply`). A
+        request that may not `teach` (its client has taught enough, or deviated) is only counted."""
+        ops: list[Op] = [Count(client, request.names)]
+        if not teach:
+            return ops
         for name, value in request.params:
             if name in skip:
                 continue
             if not trusted and self.warm and name not in self.params and not self._known(name):
                 if not self._promotes(name, client):
-                    ops.append(("pend", name, client))
+                    ops.append(Pend(name, client))
                     continue
                 waiting = self._waiting(name, client)
-                ops.append(("promote", name, tuple(waiting.hashes)))  # it starts with the clients that used it
-            ops.append(("value", name, value, client))
+                ops.append(Promote(name, tuple(waiting.hashes)))  # it starts with the clients that used it
+            ops.append(LearnValue(name, value, client))
         return ops
 
     def _waiting(self, name: str, client: int) -> Support:
@@ -281,29 +309,32 @@ class EndpointProfile:
         """Would this client's request make a pending name usual (enough clients have used it)?"""
         return self.warm and self._waiting(name, client).clients() >= PROMOTE
 
-    def apply(self, ops: list[tuple]) -> None:
+    def apply(self, ops: Sequence[Op]) -> None:
         for op in ops:
-            if op[0] == "count":
-                self.support.add(op[1])
-                self.requests += 1
-                for name in op[2]:
-                    self.presence[name] = self.presence.get(name, 0) + 1
-            elif op[0] == "pend":
-                self.pending.setdefault(op[1], Support(PENDING_K)).add(op[2])
-            elif op[0] == "promote":
-                self.pending.pop(op[1], None)
-                self.params.setdefault(op[1], ValueModel()).support.merge(Support(PENDING_K, list(op[2])))
-            else:
-                self.params.setdefault(op[1], ValueModel()).learn(op[2], op[3])
+            match op:
+                case Count(client, names):
+                    self.support.add(client)
+                    self.requests += 1
+                    for name in names:
+                        self.presence[name] = self.presence.get(name, 0) + 1
+                case Pend(name, client):
+                    self.pending.setdefault(name, Support(PENDING_K)).add(client)
+                case Promote(name, clients):
+                    self.pending.pop(name, None)
+                    self.params.setdefault(name, ValueModel()).support.merge(Support(PENDING_K, list(clients)))
+                case LearnValue(name, value, client):
+                    self.params.setdefault(name, ValueModel()).learn(value, client)
+                case _:
+                    raise TypeError(f"{op!r} is not an endpoint operation")
         self._cap()
 
     def _cap(self) -> None:
         if len(self.params) <= PARAMS_MAX and len(self.pending) <= PARAMS_MAX:  # as nearly always
             return
-        for mapping in (self.params, self.pending):
+        for mapping, clients in ((self.params, lambda n: self.params[n].support.clients()),
+                                 (self.pending, lambda n: self.pending[n].clients())):
             if len(mapping) > PARAMS_MAX:
-                weakest = sorted(mapping, key=lambda n: _clients(mapping[n]))[: len(mapping) - PARAMS_MAX]
-                for name in weakest:
+                for name in sorted(mapping, key=clients)[: len(mapping) - PARAMS_MAX]:  # the least supported
                     del mapping[name]
                     self.presence.pop(name, None)
 
@@ -324,20 +355,23 @@ class EndpointProfile:
             del self.pending[name]
         self._cap()
 
+    def weight(self) -> int:
+        return self.support.clients()
+
     def to_json(self) -> dict:
-        return {"s": self.support.to_json(), "n": self.requests, "p": {n: m.to_json() for n, m in self.params.items()},
-                "pres": self.presence, "pend": {n: s.to_json() for n, s in self.pending.items()},
-                "acc": sorted(self.accepted)}
+        return {"clients": self.support.to_json(), "requests": self.requests,
+                "params": {n: m.to_json() for n, m in self.params.items()}, "presence": self.presence,
+                "pending": {n: s.to_json() for n, s in self.pending.items()}, "accepted": sorted(self.accepted)}
 
     @classmethod
     def from_json(cls, data: dict) -> EndpointProfile:
         profile = cls()
-        profile.support = Support.from_json(ENDPOINT_K, data.get("s"))
-        profile.requests = int(data.get("n", 0))
-        profile.params = {n: ValueModel.from_json(m) for n, m in (data.get("p") or {}).items()}
-        profile.presence = dict(data.get("pres") or {})
-        profile.pending = {n: Support.from_json(PENDING_K, s) for n, s in (data.get("pend") or {}).items()}
-        profile.accepted = set(data.get("acc") or ())
+        profile.support = Support.from_json(ENDPOINT_K, data.get("clients"))
+        profile.requests = int(data["requests"])
+        profile.params = {n: ValueModel.from_json(m) for n, m in (data.get("params") or {}).items()}
+        profile.presence = dict(data.get("presence") or {})
+        profile.pending = {n: Support.from_json(PENDING_K, s) for n, s in (data.get("pending") or {}).items()}
+        profile.accepted = set(data.get("accepted") or ())
         return profile
 
 
@@ -364,27 +398,30 @@ class SiteProfile:
     def endpoints_judged(self) -> bool:
         return self.warm and self.new_endpoint_chance < NEW_ENDPOINT_CHANCE
 
-    def learn_ops(self, client: int, endpoint: str | None = None) -> list[tuple]:
+    def learn_ops(self, client: int, endpoint: str | None = None) -> list[Op]:
         """Count the client; an `endpoint` the site does not know waits as pending until PROMOTE
         clients asked for it (then "promote": the caller starts its profile)."""
-        ops: list[tuple] = [("count", client)]
+        ops: list[Op] = [Count(client)]
         if endpoint is not None:
             waiting = Support(PENDING_K, self.pending[endpoint].hashes if endpoint in self.pending else None)
             waiting.add(client)
-            ops.append(("pend", endpoint, client) if waiting.clients() < PROMOTE else ("promote", endpoint))
+            ops.append(Pend(endpoint, client) if waiting.clients() < PROMOTE else Promote(endpoint))
         return ops
 
-    def apply(self, ops: list[tuple]) -> None:
+    def apply(self, ops: Sequence[Op]) -> None:
         for op in ops:
-            if op[0] == "count":
-                self.support.add(op[1])
-                self.requests += 1
-            elif op[0] == "single":  # an endpoint got its first (+1) or second (-1) request
-                self.singletons += op[1]
-            elif op[0] == "pend":
-                self.pending.setdefault(op[1], Support(PENDING_K)).add(op[2])
-            else:
-                self.pending.pop(op[1], None)
+            match op:
+                case Count(client):
+                    self.support.add(client)
+                    self.requests += 1
+                case Single(change):
+                    self.singletons += change
+                case Pend(endpoint, client):
+                    self.pending.setdefault(endpoint, Support(PENDING_K)).add(client)
+                case Promote(endpoint):
+                    self.pending.pop(endpoint, None)
+                case _:
+                    raise TypeError(f"{op!r} is not a site operation")
         if len(self.pending) > PENDING_MAX:
             for endpoint in sorted(self.pending, key=lambda e: self.pending[e].clients())[: len(self.pending) - PENDING_MAX]:
                 del self.pending[endpoint]
@@ -396,34 +433,33 @@ class SiteProfile:
         for endpoint, support in other.pending.items():
             self.pending.setdefault(endpoint, Support(PENDING_K)).merge(support)
 
+    def weight(self) -> int:
+        return self.support.clients()
+
     def to_json(self) -> dict:
-        return {"s": self.support.to_json(), "n": self.requests, "one": self.singletons,
-                "pend": {e: s.to_json() for e, s in self.pending.items()}}
+        return {"clients": self.support.to_json(), "requests": self.requests, "singletons": self.singletons,
+                "pending": {e: s.to_json() for e, s in self.pending.items()}}
 
     @classmethod
     def from_json(cls, data: dict) -> SiteProfile:
         profile = cls()
-        profile.support = Support.from_json(SITE_K, data.get("s"))
-        profile.requests = int(data.get("n", 0))
-        profile.singletons = int(data.get("one", 0))
-        profile.pending = {e: Support.from_json(PENDING_K, s) for e, s in (data.get("pend") or {}).items()}
+        profile.support = Support.from_json(SITE_K, data.get("clients"))
+        profile.requests = int(data["requests"])
+        profile.singletons = int(data.get("singletons", 0))
+        profile.pending = {e: Support.from_json(PENDING_K, s) for e, s in (data.get("pending") or {}).items()}
         return profile
 
 
-def _clients(item) -> int:
-    return item.support.clients() if hasattr(item, "support") else item.clients()
-
-
-def _deviation(request: Request, kind: str, family: str, where: str, feature: str, name: str, text: str) -> Deviation:
+def _deviation(request: WebRequest, kind: str, family: str, where: str, feature: str, name: str, text: str) -> Deviation:
     # One crafted request — a renamed parameter, an odd value, a page the site never served (forced
     # browsing) — is an attempt on the application; many paths from one client are the scan rules' job.
     return Deviation(kind=kind, family=family, category="web_attack", techniques=["T1190"],
                      key=f"{request.client.split(':', 1)[-1]} {where}",
-                     ref=make_ref("web", request.site, request.endpoint, feature, name), text=text,
+                     ref=str(Ref("web", request.site, (request.endpoint, feature, name))), text=text,
                      lines=list(request.lines))
 
 
-def unknown_endpoint(request: Request, site: SiteProfile, endpoints: int) -> Deviation:
+def unknown_endpoint(request: WebRequest, site: SiteProfile, endpoints: int) -> Deviation:
     # keyed by the client alone: one client's sweep of unknown pages is one record, not one per page
     return _deviation(request, "web-endpoint", "endpoint", "(pages never served before)", "endpoint", "",
                       f"{request.endpoint} never served by {request.site} before: {endpoints:,} known endpoints, "
@@ -431,7 +467,7 @@ def unknown_endpoint(request: Request, site: SiteProfile, endpoints: int) -> Dev
                       f"{site.new_endpoint_chance:.1%} of them to a page asked for once")
 
 
-def judge_request(request: Request, profile: EndpointProfile) -> list[Deviation]:
+def judge_request(request: WebRequest, profile: EndpointProfile) -> list[Deviation]:
     """An endpoint's deviations for one request, with attack syntax of the path's values noted."""
     deviations = profile.judge(request, request.endpoint)
     if deviations and any(attack_syntax(value.data) for _, value in request.params):
@@ -440,5 +476,5 @@ def judge_request(request: Request, profile: EndpointProfile) -> list[Deviation]
     return deviations
 
 
-def client_id(request: Request) -> int:
-    return client_hash(request.client)
+def client_id(request: WebRequest) -> int:
+    return client_hash(request.identity)

@@ -45,7 +45,7 @@ def _host_learns(url: str, host: int) -> None:
     store, rng = open_store(url), random.Random(host)
     baseline = Baseline(store, mode="learn")
     for batch in range(10):
-        observe(baseline, [normal(rng, f"10.{host}.{batch}.{i}") for i in range(20)])
+        observe(baseline, [normal(rng, f"10.{host}.{batch * 20 + i}.1") for i in range(20)])
         flush(store, baseline)
     store.close()
 
@@ -60,10 +60,10 @@ def test_two_hosts_extend_one_baseline_at_once(any_db_url):
         process.join(timeout=300)
         assert process.exitcode == 0
     [row] = [r for r in store.iter_baseline(kind="web")]
-    assert row["data"]["n"] == 2 * 10 * 20  # no flush lost another's requests
+    assert row["data"]["requests"] == 2 * 10 * 20  # no flush lost another's requests
     assert row["clients"] >= 64  # the site's sketch saw both hosts' clients (exact up to 64)
     site = next(store.iter_baseline(kind="web-site"))
-    assert site["data"]["n"] == 400
+    assert site["data"]["requests"] == 400
     fresh = Baseline(store, mode="judge")  # a third host reads what both learned: warm, nothing odd
     assert observe(fresh, [normal(random.Random(9), "10.9.9.9")]) == []
     assert [d.kind for d in observe(fresh, [line("10.9.9.8", "/app/view.php?page=3&lang=es&x=1")])] == ["web-param"]
@@ -74,7 +74,7 @@ def test_what_a_run_learned_is_there_for_the_next_run(tmp_path):
     rng = random.Random(4)
     first = open_store(url)
     baseline = Baseline(first, mode="judge")
-    observe(baseline, [normal(rng, f"10.0.0.{i}") for i in range(100)])
+    observe(baseline, [normal(rng, f"10.0.{i}.1") for i in range(100)])
     flush(first, baseline)
     first.close()
     again = Baseline(open_store(url), mode="judge")
@@ -88,7 +88,7 @@ def test_a_scope_keeps_at_most_its_row_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(writes, "BASELINE_ROWS_MAX", 50)
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     baseline = Baseline(store, mode="learn")
-    observe(baseline, [line(f"10.0.{i // 200}.{i % 200}", f"/p{i}/x.php?a=1") for i in range(400)])
+    observe(baseline, [line(f"10.{i // 200}.{i % 200}.1", f"/p{i}/x.php?a=1") for i in range(400)])
     flush(store, baseline)
     assert sum(1 for _ in store.iter_baseline(kind="web")) == 50
 
@@ -103,7 +103,7 @@ def test_cli_learn_then_analyze_then_accept_and_mute(tmp_path):
     rng = random.Random(5)
     (tmp_path / "last-week").mkdir()  # access.log.1 is access.log's history: one site
     history = _write_access(tmp_path / "last-week" / "access.log.1",
-                            [normal(rng, f"10.1.{i // 100}.{i % 100}") for i in range(300)])
+                            [normal(rng, f"10.{i // 100}.{i % 100}.1") for i in range(300)])
     today = tmp_path / "today"
     today.mkdir()
     _write_access(today / "access.log", [normal(rng, "10.2.0.1"), line("203.0.113.7", "/app/view.php?page=2&lang=es&dbg=on")])
@@ -132,7 +132,7 @@ def test_cli_learn_then_analyze_then_accept_and_mute(tmp_path):
 def test_cli_export_import_reset_round_trip(tmp_path):
     db, other = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     rng = random.Random(6)
-    history = _write_access(tmp_path / "h.log", [normal(rng, f"10.3.0.{i}") for i in range(60)])
+    history = _write_access(tmp_path / "h.log", [normal(rng, f"10.3.{i}.1") for i in range(60)])
     runner = CliRunner()
     assert runner.invoke(main, ["baseline", "learn", str(history), "--db", db]).exit_code == 0
     exported = tmp_path / "baseline.jsonl"
@@ -142,7 +142,7 @@ def test_cli_export_import_reset_round_trip(tmp_path):
     original, copy = open_store(db), open_store(other)
     assert list(original.iter_baseline()) == list(copy.iter_baseline())
     twice = runner.invoke(main, ["baseline", "import", str(exported), "--db", other])  # what both know adds up
-    assert twice.exit_code == 0 and next(copy.iter_baseline(kind="web"))["data"]["n"] == 120
+    assert twice.exit_code == 0 and next(copy.iter_baseline(kind="web"))["data"]["requests"] == 120
     shown = json.loads(runner.invoke(main, ["baseline", "show", "--db", other, "--json"]).stdout)
     assert {k["kind"] for k in shown["kinds"]} >= {"web", "web-site"}
     assert runner.invoke(main, ["baseline", "reset", "--db", other]).exit_code == 2  # --yes is required
@@ -165,8 +165,8 @@ def test_learning_makes_no_records_and_reads_compressed_history(tmp_path):
     rng = random.Random(7)
     (tmp_path / "logs").mkdir()
     with gzip.open(tmp_path / "logs" / "access.log.1.gz", "wt") as handle:
-        handle.write("\n".join(normal(rng, f"10.4.0.{i}") for i in range(50)) + "\n")
+        handle.write("\n".join(normal(rng, f"10.4.{i}.1") for i in range(50)) + "\n")
     learned = learn_paths(store, [tmp_path / "logs"])
     assert (learned.files, learned.lines, learned.errors) == (1, 50, 0)
     assert store.count_records(RecordFilter()) == 0 and store.list_sources() == []
-    assert next(store.iter_baseline(kind="web"))["data"]["n"] == 50
+    assert next(store.iter_baseline(kind="web"))["data"]["requests"] == 50

@@ -43,7 +43,7 @@ def trained():
     """A baseline that has seen 300 normal requests from 150 clients."""
     rng = random.Random(1)
     baseline = Baseline(None, mode="judge")
-    assert judge(baseline, [line(f"10.0.{i % 150 // 100}.{i % 100}", normal_target(rng)) for i in range(300)]) == []
+    assert judge(baseline, [line(f"10.{i % 150 // 100}.{i % 100}.1", normal_target(rng)) for i in range(300)]) == []
     return baseline
 
 
@@ -53,7 +53,7 @@ def kinds(deviations) -> set[tuple[str, str]]:
 
 def test_normal_variety_is_not_a_deviation(trained):
     rng = random.Random(2)
-    assert judge(trained, [line(f"10.9.0.{i}", normal_target(rng)) for i in range(50)]) == []
+    assert judge(trained, [line(f"10.9.{i}.1", normal_target(rng)) for i in range(50)]) == []
 
 
 def test_a_renamed_parameter_is_named_with_the_usual_ones(trained):
@@ -84,7 +84,7 @@ def test_an_enumeration_break_and_a_number_out_of_range(trained):
 def test_an_unseen_endpoint_is_a_deviation_until_enough_clients_ask_for_it(trained):
     [first] = judge(trained, [line("203.0.113.5", "/shop/backup.php.bak")])
     assert first.kind == "web-endpoint" and "never served" in first.text
-    found = judge(trained, [line(f"198.51.100.{i}", "/shop/new-page.php") for i in range(PROMOTE + 5)])
+    found = judge(trained, [line(f"198.51.{i}.100", "/shop/new-page.php") for i in range(PROMOTE + 5)])
     assert len(found) == PROMOTE - 1  # the PROMOTE-th client makes it a page of the site
     assert judge(trained, [line("198.51.100.200", "/shop/new-page.php")]) == []
 
@@ -104,8 +104,8 @@ def test_independent_deviations_agree_at_medium(trained):
 def test_nothing_is_judged_during_warm_up():
     baseline = Baseline(None, mode="judge")
     rng = random.Random(3)
-    early = [line(f"10.0.0.{i}", normal_target(rng)) for i in range(ENDPOINT_WARMUP - 1)]
-    early.append(line("10.0.0.99", "/shop/item.php?id=1&qtyA=1&name=" + "x" * 900))
+    early = [line(f"10.0.{i}.1", normal_target(rng)) for i in range(ENDPOINT_WARMUP - 1)]
+    early.append(line("10.0.99.1", "/shop/item.php?id=1&qtyA=1&name=" + "x" * 900))
     assert judge(baseline, early) == []
 
 
@@ -117,7 +117,7 @@ def test_one_client_flooding_a_renamed_parameter_does_not_make_it_normal(trained
 
 
 def test_a_parameter_many_clients_use_is_learned(trained):
-    new = [line(f"198.51.100.{i}", f"/shop/item.php?id={i}&qty=1&name=ana&sort=price&lang=es") for i in range(60)]
+    new = [line(f"198.51.{i}.100", f"/shop/item.php?id={i}&qty=1&name=ana&sort=price&lang=es") for i in range(60)]
     assert len(judge(trained, new)) == PROMOTE - 1  # the PROMOTE-th client makes it a parameter of the page
     assert judge(trained, [line("198.51.100.250", "/shop/item.php?id=7&qty=1&name=ana&sort=price&lang=es")]) == []
 
