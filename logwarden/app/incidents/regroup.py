@@ -115,19 +115,19 @@ def _scope(store: Store, options: IncidentOptions, around: Span) -> list[RiskRec
     scope: list[RiskRecord] = []
     if around.low is not None and around.high is not None:
         low, high = around.low, around.high
-        for _ in range(WIDEN_ROUNDS):
-            scope = store.query_records(RecordFilter(min_risk=options.min_risk, since=low - reach,
-                                                     until=high + reach), limit=ALL)
-            wider = _incident_span(store, scope, low, high)
+        for _ in range(WIDEN_ROUNDS):  # widened by ids; the records themselves are read once
+            reached = RecordFilter(min_risk=options.min_risk, since=low - reach, until=high + reach)
+            wider = _incident_span(store, store.record_ids(reached), low, high)
             if wider == (low, high):
                 break
             low, high = wider
+        scope = store.query_records(reached, limit=ALL)
     seen = {r.id for r in scope}
     return scope + _at_least([r for r in around.untimed.values() if r.id not in seen], options.min_risk)
 
 
-def _incident_span(store: Store, scope: Sequence[RiskRecord], low: datetime, high: datetime):
-    touched = set(store.incidents.of_records(r.id for r in scope).values())
+def _incident_span(store: Store, record_ids: Sequence[str], low: datetime, high: datetime):
+    touched = set(store.incidents.of_records(record_ids).values())
     for first, last in store.incidents.spans(sorted(touched)).values():
         if first is not None:
             low, high = min(low, first), max(high, last or first)
@@ -143,11 +143,11 @@ def _old_incidents(store: Store, around: Span | None, scope: Sequence[RiskRecord
     of the scope or of its span at any level (a record lowered below the minimum leaves its incident)."""
     if around is None:
         return {i.id: i for i in store.incidents.query(limit=ALL)}
-    records = list(scope) + list(around.untimed.values())
+    records = {r.id for r in scope} | set(around.untimed)
     if around.low is not None and around.high is not None:
         low, high = min([around.low, *(_times(scope))]), max([around.high, *(_times(scope))])
-        records += store.query_records(RecordFilter(since=low, until=high), limit=ALL)
-    ids = set(store.incidents.of_records({r.id for r in records}).values())
+        records.update(store.record_ids(RecordFilter(since=low, until=high)))
+    ids = set(store.incidents.of_records(records).values())
     return store.incidents.get_many(sorted(ids))
 
 
