@@ -48,6 +48,7 @@ from logwarden.app.ingest import (
     undecided,
 )
 from logwarden.app.pipeline import Pipeline
+from logwarden.app.sources import holds_what_was_read, kept_part, line_hash
 from logwarden.app.store import SourceState
 from logwarden.errors import InputError, RunStopped
 
@@ -91,6 +92,7 @@ class Tail:
     pending_next_line: int = 0
     pending_fingerprint: Fingerprint | None = None
     last_growth: float = field(default_factory=time.monotonic)
+    last: tuple[int, int] | None = None  # (offset, hash) of the last line read (app/sources.py)
 
     @property
     def key(self) -> Key:
@@ -308,8 +310,9 @@ class Watcher:
         if key_of(found) in {t.key for t in self.tails.values()}:
             return None
         log.info("%s continues %s from line %d", path, found.path, found.line_no + 1)
+        last = (found.tail_offset, found.tail_hash) if found.tail_offset is not None else None
         return Tail(found.path, found.inode, found.generation, path, file_id, found.offset, found.line_no + 1,
-                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed)
+                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed, last=last)
 
     def _new_tail(self, path: Path, file_id: FileId, compressed: bool) -> Tail:
         inode = file_id[1]
@@ -367,6 +370,10 @@ class Watcher:
         if seen == tail.read_at and not tail.behind and not (tail.partial and quiet):
             return
         start, start_line, expected = tail.position
+        if start and tail.last and self._own_file(tail) and not holds_what_was_read(
+                tail.path, offset=start, tail_offset=tail.last[0], tail_hash=tail.last[1]):
+            self._restart(tail, now)  # cut and written to again, perhaps past where reading stopped
+            return
         reader = TailRead(tail.path, start_offset=start, start_line=start_line,
                           final_partial=quiet or tail.compressed, expect=expected if start else None)
         lines, errors, tail.behind = self._take(reader)
@@ -385,6 +392,7 @@ class Watcher:
             if not tail.pending:
                 tail.pending_since = now
             tail.pending += lines
+            tail.last = (lines[-1].offset, line_hash(lines[-1].text))
             tail.pending_end, tail.pending_next_line = reader.end_offset, reader.next_line_no
             tail.pending_fingerprint = reader.fingerprint
 
@@ -415,9 +423,17 @@ class Watcher:
         self.tails.pop(tail.file_id, None)
         if not self._own_file(tail):
             return  # another file (a copy or a continuation had this inode, now reused): a new source
-        log.info("%s was truncated or replaced: reading it from line 1", tail.path)
         new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
                    tail.path, tail.file_id, 0, 1)
+        kept = kept_part(tail.path, self.pipeline.store.line_hashes(*tail.key))
+        if kept is not None and kept.lines:  # what is left of what was read is not read again
+            log.info("%s was cut to %d line(s) already read and written to: going on after them", tail.path,
+                     kept.lines)
+            new.offset, new.next_line, new.last = kept.offset, kept.lines + 1, (kept.tail_offset, kept.hashes[-1])
+            new.fingerprint = Fingerprint.of(read_head(tail.path) or b"", kept.offset)
+            self.pipeline.continue_after(kept, new.key)
+        else:
+            log.info("%s was truncated or replaced: reading it from line 1", tail.path)
         self._known[new.key] = new.state()
         self.tails[tail.file_id] = new
         self._read(new, now)

@@ -53,6 +53,7 @@ from logwarden.app.store.tables import (
     Review,
     Run,
     Source,
+    SourceLines,
     WatchedFolder,
     WindowResult,
 )
@@ -63,7 +64,8 @@ from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
-          "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records")
+          "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records",
+          "source_lines")
 COMMAND_MAX = 200  # runs.command's width
 QUICK_CHECK_ROWS = 3  # problems a damaged file's check lists before it stops (the first is shown)
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
@@ -264,6 +266,14 @@ class Store:
             prefixes = [str(folder).rstrip("/") + "/" for folder in under]
             stmt = stmt.where(or_(*(Source.path.startswith(p, autoescape=True) for p in prefixes)))
         return [row_to_source(r) for r in self._rows(stmt)]
+
+    def line_hashes(self, path: str, inode: int, generation: int) -> list[tuple[int, bytes]]:
+        """(first line, hashes) runs of one generation's committed lines, in line order."""
+        stmt = (select(SourceLines.first_line, SourceLines.hashes)
+                .where(SourceLines.path == path, SourceLines.inode == inode, SourceLines.generation == generation)
+                .order_by(SourceLines.first_line))
+        with self._read() as conn:
+            return [(first, bytes(blob)) for first, blob in conn.execute(stmt)]
 
     def watched_folders(self) -> list[str]:
         return list(self._scalars(select(WatchedFolder.path).order_by(WatchedFolder.path)))
