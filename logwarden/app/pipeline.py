@@ -8,8 +8,9 @@ is cut — the model never blocks ingestion: its review runs after (analyze) or 
 within a budget, most suspicious first (app/review.py); what the budget leaves waits in the store.
 Each window is written in the same transaction as its records and its review items, so every line
 ends up in a record's evidence, an analysed-benign window or an error row, and a file's position is
-committed with each chunk of windows (analyze) and with its last one: a crash loses nothing, a resume
-doubles nothing and goes on where the last chunk ended. Knows nothing
+committed with each chunk of windows (analyze) and with its last one, with the hashes of the lines it
+covers (app/sources.py): a crash loses nothing, a resume doubles nothing and goes on where the last
+chunk ended — or, in a file cut and written to since, at its first line not read. Knows nothing
 of the CLI, terminals or Streamlit (progress is a callback).
 
 Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
@@ -64,7 +65,7 @@ from logwarden.app.parse import NOT_LOGS, parse_stream
 from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.postprocess import Provenance, assess_window
 from logwarden.app.review import Reviewer, ReviewItem, ReviewWorker, default_budget
-from logwarden.app.sources import Kept, LineHashes, resume_own
+from logwarden.app.sources import Kept, LineHashes, resume_by_content
 from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.engine.sizing import cuda_batch
@@ -382,18 +383,19 @@ class Pipeline:
 
     def _resume_own(self, path: Path, name: str, inode: int, head: bytes,
                     known: Sequence[SourceState]) -> SourceState | None:
-        """The file's own source (its name and inode) checked by content (app/sources.py): where it
+        """The source the file is by its inode (`sources.resume_by_content`), checked by content: where it
         stopped, or the next generation after the part of it that is still what was read."""
-        own = max((k for k in known if (k.path, k.inode) == (name, inode)), key=lambda k: k.generation, default=None)
-        if own is None:
+        found = resume_by_content(path, known, name=name, inode=inode, head=head,
+                                  runs_of=lambda k: self.store.line_hashes(k.path, k.inode, k.generation))
+        if found is None:
             return None
-        verdict = resume_own(path, own, head, lambda: self.store.line_hashes(own.path, own.inode, own.generation))
-        if verdict is None or verdict is True:
-            return own if verdict else None
-        generation = next_generation(known, name, inode)
+        own, verdict = found
+        if verdict is True:
+            return own
+        generation = next_generation(known, own.path, inode)
         log.info("%s: cut and written to since it was read; %d line(s) of it were read, going on after them",
                  path, verdict.lines)
-        self.continue_after(verdict, (name, inode, generation))
+        self.continue_after(verdict, (own.path, inode, generation))
         return dataclasses.replace(own, offset=verdict.offset, line_no=verdict.lines, generation=generation,
                                    miner_state=None, tail_offset=None, tail_hash=None,
                                    **_identity(head, Fingerprint.of(head, verdict.offset)))

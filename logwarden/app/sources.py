@@ -146,9 +146,33 @@ def resume_own(path: Path, known: Known, head: bytes, runs_of: Callable[[], Sequ
     return True if (kept.offset, kept.lines) == (known.offset, known.line_no) else kept
 
 
+def resume_by_content(path: Path, known: Iterable[Known], *, name: str, inode: int, head: bytes,
+                      runs_of: Callable[[Known], Sequence[tuple[int, bytes]]]) -> tuple[Known, Kept | bool] | None:
+    """The source a file is by its inode and content, and `resume_own`'s verdict on it. The latest
+        generation of each source with this inode is asked, those of the file's name first: the first
+        whose lines the file still holds (some of them at least) wins; else the file's own name's,
+        which then starts over as its next generation. None when nothing tells (no line hashes, or
+        only other names' sources, none of whose lines it holds: a new file on a reused inode)."""
+    latest: dict[str, Known] = {}
+    for k in known:
+        if k.inode == inode and (k.path not in latest or k.generation > latest[k.path].generation):
+            latest[k.path] = k
+    fallback = None
+    for k in sorted(latest.values(), key=lambda k: (k.path != name, k.path)):
+        verdict = resume_own(path, k, head, lambda k=k: runs_of(k))
+        if verdict is True or (isinstance(verdict, Kept) and verdict.lines):
+            return k, verdict
+        if verdict is not None and k.path == name:
+            fallback = (k, verdict)
+    return fallback
+
+
 class Known(Protocol):
     """A source as the store remembers it (`store.SourceState` has these fields)."""
 
+    path: str
+    inode: int
+    generation: int
     offset: int
     line_no: int
     fingerprint: str | None
