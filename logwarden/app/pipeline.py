@@ -8,8 +8,9 @@ is cut — the model never blocks ingestion: its review runs after (analyze) or 
 within a budget, most suspicious first (app/review.py); what the budget leaves waits in the store.
 Each window is written in the same transaction as its records and its review items, so every line
 ends up in a record's evidence, an analysed-benign window or an error row, and a file's position is
-committed with each chunk of windows (analyze) and with its last one: a crash loses nothing, a resume
-doubles nothing and goes on where the last chunk ended. Knows nothing
+committed with each chunk of windows (analyze) and with its last one, with the hashes of the lines it
+covers (app/sources.py): a crash loses nothing, a resume doubles nothing and goes on where the last
+chunk ended — or, in a file cut and written to since, at its first line not read. Knows nothing
 of the CLI, terminals or Streamlit (progress is a callback).
 
 Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
@@ -65,6 +66,7 @@ from logwarden.app.parse import NOT_LOGS, parse_stream
 from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.postprocess import Provenance, assess_window
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewWorker, default_budget
+from logwarden.app.sources import Kept, LineHashes, resume_by_content
 from logwarden.app.store import RecordFilter, SourceState, Store, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.errors import RunStopped
@@ -266,6 +268,8 @@ class Pipeline:
         # Files being read by `analyze` and where their stored windows end: each chunk's commit
         # carries that position, so a kill -9 resumes a big file there, not at line 1.
         self._reading: dict[tuple[str, int, int], dict] = {}
+        # Hashes of the lines read and not yet committed, per (source, inode, generation) (app/sources.py).
+        self._hashes: dict[tuple[str, int, int], LineHashes] = {}
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
@@ -363,7 +367,9 @@ class Pipeline:
         head = read_head(path) or b""
         name = source_name(path, self.options.node)
         known = self.store.list_sources(under=[source_name(path.parent, self.options.node)])
-        if self.options.resume:  # truncated in place to a part already read: go on after it, not from line 1
+        if self.options.resume and not compressed and (resumed := self._resume_own(path, name, inode, head, known)):
+            return resumed
+        if self.options.resume:  # a store without line hashes: the head says whether a truncated file kept a part
             kept = [k for k in known if k.path == name and kept_part(k, inode=inode, size=size, head=head,
                                                                     compressed=compressed)]
             if kept:
@@ -377,6 +383,25 @@ class Pipeline:
             return dataclasses.replace(found, offset=0, line_no=0, format=None)
         return SourceState(path=name, inode=inode, offset=0, line_no=0, generation=next_generation(known, name, inode))
 
+    def _resume_own(self, path: Path, name: str, inode: int, head: bytes,
+                    known: Sequence[SourceState]) -> SourceState | None:
+        """The source the file is by its inode (`sources.resume_by_content`), checked by content: where it
+        stopped, or the next generation after the part of it that is still what was read."""
+        found = resume_by_content(path, known, name=name, inode=inode, head=head,
+                                  runs_of=lambda k: self.store.line_hashes(k.path, k.inode, k.generation))
+        if found is None:
+            return None
+        own, verdict = found
+        if verdict is True:
+            return own
+        generation = next_generation(known, own.path, inode)
+        log.info("%s: cut and written to since it was read; %d line(s) of it were read, going on after them",
+                 path, verdict.lines)
+        self.continue_after(verdict, (own.path, inode, generation))
+        return dataclasses.replace(own, offset=verdict.offset, line_no=verdict.lines, generation=generation,
+                                   miner_state=None, tail_offset=None, tail_hash=None,
+                                   **_identity(head, Fingerprint.of(head, verdict.offset)))
+
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
                 reference_time: datetime | None = None, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, review items, errors,
@@ -385,7 +410,8 @@ class Pipeline:
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
         Everything of this call is committed before it returns. Returns the format used."""
-        decision, events = parse_stream(self._without_errors(items), path=source,
+        key = (source, inode, generation)
+        decision, events = parse_stream(self._hashed(self._without_errors(items), key), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
             self.metrics.formats[source] = decision.reason
@@ -397,7 +423,6 @@ class Pipeline:
                 log.warning("%s: named on the command line but not read: %s", source, decision.reason)
             self.metrics.files -= 1
             return fmt
-        key = (source, inode, generation)
         if self.options.commit_every_windows and isinstance(items, TailRead):
             self._reading[key] = dict(path=source, inode=inode, generation=generation, format=fmt, head=items.head)
         miner, detector = self._source_state(source, inode)
@@ -425,6 +450,18 @@ class Pipeline:
             state = self.store.get_source(source, inode)
             self._sources[key] = (SourceMiner(state.miner_state if state else None), Detector(self.rules))
         return self._sources[key]
+
+    def _hashed(self, lines: Iterable[LogLine], key: tuple[str, int, int]) -> Iterator[LogLine]:
+        """The lines, each leaving its hash for the commit that stores its position."""
+        hashes = self._hashes.setdefault(key, LineHashes())
+        for line in lines:
+            hashes.add(line)
+            yield line
+
+    def continue_after(self, kept: Kept, key: tuple[str, int, int]) -> None:
+        """The next generation `key` of a truncated file starts after its kept part: the kept lines'
+        hashes are committed again as its first lines."""
+        self._hashes[key] = LineHashes.of_kept(kept)
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
         for item in items:
@@ -574,6 +611,7 @@ class Pipeline:
                 tx.add_errors(buffer.errors, run_id=self.run_id)
             partial = [_position(reading) for reading in self._reading.values() if "offset" in reading]
             for state in [*partial, *buffer.sources]:
+                self._commit_hashes(tx, state)
                 tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                                  if k not in ("path", "inode")})
             self.baseline.flush(tx)
@@ -583,6 +621,17 @@ class Pipeline:
             self._group(_span_of(buffer.records))
         if self.on_stored is not None and buffer.records:
             self.on_stored(buffer.records)
+
+    def _commit_hashes(self, tx, state: dict) -> None:
+        """The hashes of a source's lines up to the position committed now, and its last line (tail)."""
+        key = (state["path"], state["inode"], state.get("generation", 0))
+        hashes = self._hashes.get(key)
+        if hashes is None:
+            return
+        first, packed, last = hashes.take(state["line_no"])
+        tx.add_line_hashes(*key, first_line=first, hashes=packed)
+        if last is not None:
+            state.update(tail_offset=last[0], tail_hash=last[1])
 
     # ---- incidents -----------------------------------------------------------------------------
 

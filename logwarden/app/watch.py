@@ -6,7 +6,8 @@ a compressed or copied file (`auth.log.1.gz`, logrotate's copy before a copytrun
 a followed source's content continues it from where reading stopped instead of being read again
 — and while the original is still followed, the copy waits; a file whose head changed under the
 same path (copytruncate, a recreated file) is the next *generation* of its source, read from line
-1, so line numbers are always the file's own. Compressed files are read once, when they have
+1 — or, cut to a part of what was read and written to again, from its first line not read
+(`app/sources.py`) — so line numbers are always the file's own. Compressed files are read once, when they have
 stopped changing. Deletion drops a file. A file present before this store's watcher ever
 followed its folder is tailed from its end (unless `from_start`); anything that appears later —
 also while the watcher was down — is read from line 1.
@@ -25,6 +26,7 @@ import os
 import signal
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ from logwarden.app.ingest import (
     undecided,
 )
 from logwarden.app.pipeline import Pipeline
+from logwarden.app.sources import Kept, holds_what_was_read, kept_part, line_hash, resume_by_content
 from logwarden.app.store import SourceState
 from logwarden.errors import InputError, RunStopped
 
@@ -91,6 +94,7 @@ class Tail:
     pending_next_line: int = 0
     pending_fingerprint: Fingerprint | None = None
     last_growth: float = field(default_factory=time.monotonic)
+    last: tuple[int, int] | None = None  # (offset, hash) of the last line read (app/sources.py)
 
     @property
     def key(self) -> Key:
@@ -299,6 +303,8 @@ class Watcher:
         if not quiet and (head is None or compressed):
             return None
         head = head or b""
+        if not compressed and (own := self._own_source(path, file_id, head)) is not None:
+            return own
         found = identify(self._known.values(), name=self._name(path), inode=file_id[1], size=look[0], head=head,
                          compressed=compressed)
         if found is None:
@@ -308,8 +314,42 @@ class Watcher:
         if key_of(found) in {t.key for t in self.tails.values()}:
             return None
         log.info("%s continues %s from line %d", path, found.path, found.line_no + 1)
+        last = (found.tail_offset, found.tail_hash) if found.tail_offset is not None else None
         return Tail(found.path, found.inode, found.generation, path, file_id, found.offset, found.line_no + 1,
-                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed)
+                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed, last=last)
+
+    def _own_source(self, path: Path, file_id: FileId, head: bytes) -> Tail | None:
+        """The source the file is by its inode (`sources.resume_by_content`), checked by content: where it
+        stopped, or the next generation after the part of it still what was read; None when that
+        cannot be told (no line hashes) or it is followed already."""
+        followed = {t.key for t in self.tails.values()}
+        found = resume_by_content(path, [k for k in self._known.values() if key_of(k) not in followed],
+                                  name=self._name(path), inode=file_id[1], head=head,
+                                  runs_of=lambda k: self.pipeline.store.line_hashes(*key_of(k)))
+        if found is None:
+            return None
+        own, verdict = found
+        tail = Tail(own.path, own.inode, own.generation, path, file_id, own.offset, own.line_no + 1,
+                    fingerprint=fingerprint_of(own), fmt=own.format, last=(own.tail_offset, own.tail_hash))
+        if verdict is not True:
+            tail = self._after_kept(tail, verdict)
+        return tail
+
+    def _after_kept(self, tail: Tail, kept: Kept) -> Tail:
+        """The next generation of the tail's source, after the part of it still what was read
+        (from line 1 when none is)."""
+        new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
+                   tail.path, tail.file_id, 0, 1)
+        if kept.lines:  # what is left of what was read is not read again
+            log.info("%s was cut to %d line(s) already read and written to: going on after them", tail.path,
+                     kept.lines)
+            new.offset, new.next_line, new.last = kept.offset, kept.lines + 1, (kept.tail_offset, kept.hashes[-1])
+            new.fingerprint = Fingerprint.of(read_head(tail.path) or b"", kept.offset)
+            self.pipeline.continue_after(kept, new.key)
+        else:
+            log.info("%s was truncated or replaced: reading it from line 1", tail.path)
+        self._known[new.key] = new.state()
+        return new
 
     def _new_tail(self, path: Path, file_id: FileId, compressed: bool) -> Tail:
         inode = file_id[1]
@@ -367,6 +407,10 @@ class Watcher:
         if seen == tail.read_at and not tail.behind and not (tail.partial and quiet):
             return
         start, start_line, expected = tail.position
+        if start and tail.last and self._own_file(tail) and not holds_what_was_read(
+                tail.path, offset=start, tail_offset=tail.last[0], tail_hash=tail.last[1]):
+            self._restart(tail, now)  # cut and written to again, perhaps past where reading stopped
+            return
         reader = TailRead(tail.path, start_offset=start, start_line=start_line,
                           final_partial=quiet or tail.compressed, expect=expected if start else None)
         lines, errors, tail.behind = self._take(reader)
@@ -385,6 +429,7 @@ class Watcher:
             if not tail.pending:
                 tail.pending_since = now
             tail.pending += lines
+            tail.last = (lines[-1].offset, line_hash(lines[-1].text))
             tail.pending_end, tail.pending_next_line = reader.end_offset, reader.next_line_no
             tail.pending_fingerprint = reader.fingerprint
 
@@ -415,10 +460,8 @@ class Watcher:
         self.tails.pop(tail.file_id, None)
         if not self._own_file(tail):
             return  # another file (a copy or a continuation had this inode, now reused): a new source
-        log.info("%s was truncated or replaced: reading it from line 1", tail.path)
-        new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
-                   tail.path, tail.file_id, 0, 1)
-        self._known[new.key] = new.state()
+        kept = kept_part(tail.path, self.pipeline.store.line_hashes(*tail.key))
+        new = self._after_kept(tail, kept or Kept(0, 0, array("I"), 0))
         self.tails[tail.file_id] = new
         self._read(new, now)
 

@@ -115,6 +115,28 @@ def test_a_db_that_is_not_sqlite_or_is_corrupt_is_a_clear_error(tmp_path):
             assert "immutable" not in result.stderr  # the user's URL, not the read-only one opened
 
 
+def test_a_store_damaged_past_its_schema_is_refused_by_every_command(tmp_path):
+    """Pages of records overwritten, the schema intact: `db info` counted from intact indexes and
+    `analyze --resume` went on (rc 0) while `records list` refused the same file."""
+    logs = brute_force_log(tmp_path)
+    damaged = tmp_path / "damaged.db"
+    url = f"sqlite:///{damaged}"
+    store = open_store(url)
+    store.upsert_records([make_record(line_start=n, line_end=n, anomaly="x" * 3000) for n in range(1, 400)])
+    store.close()
+    _checkpoint(damaged)
+    data = bytearray(damaged.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle:middle + 4 * 4096] = b"\xa5" * (4 * 4096)  # four pages of the records' tree
+    damaged.write_bytes(bytes(data))
+    for command in (("db", "info"), ("db", "info", "--json"), ("analyze", str(logs), "--rules-only", "--resume"),
+                    ("records", "list"), ("incidents", "list"), ("export", "--format", "jsonl")):
+        result = run(*command, "--db", url)
+        assert result.exit_code == 2, (command, result.output)
+        assert "Traceback" not in result.output and "is damaged" in result.stderr, (command, result.stderr)
+    assert damaged.read_bytes() == bytes(data)  # refused before anything was written
+
+
 def _checkpoint(path: Path) -> None:
     """Everything into the main file, and no -wal/-shm left (as after the last writer closed)."""
     with sqlite3.connect(path) as raw:

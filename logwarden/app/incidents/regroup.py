@@ -12,6 +12,7 @@ Knows nothing of the CLI, the UI or the model (stories are story.py's).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -93,10 +94,12 @@ def regroup(store: Store, options: IncidentOptions, *, around: Span | None = Non
 
 def _regroup(store: Store, options: IncidentOptions, around: Span | None) -> Regrouped:
     scope = _whole_store(store, options) if around is None else _scope(store, options, around)
-    incidents = [build_incident(g, scope) for g in group_records(scope, options.policy)] if scope else []
+    by_id = {r.id: r for r in scope}
+    incidents = [build_incident(g, by_id) for g in group_records(scope, options.policy)] if scope else []
     old = _old_incidents(store, around, scope)
+    carry = _Reviews(old)
     for incident in incidents:
-        _carry_over(incident, old)
+        carry.over(incident)
     removed = sorted(set(old) - {i.id for i in incidents})
     store.incidents.replace(old=sorted(old), incidents=incidents)
     return Regrouped(incidents, removed)
@@ -112,22 +115,22 @@ def _scope(store: Store, options: IncidentOptions, around: Span) -> list[RiskRec
     scope: list[RiskRecord] = []
     if around.low is not None and around.high is not None:
         low, high = around.low, around.high
-        for _ in range(WIDEN_ROUNDS):
-            scope = store.query_records(RecordFilter(min_risk=options.min_risk, since=low - reach,
-                                                     until=high + reach), limit=ALL)
-            wider = _incident_span(store, scope, low, high)
+        for _ in range(WIDEN_ROUNDS):  # widened by ids; the records themselves are read once
+            reached = RecordFilter(min_risk=options.min_risk, since=low - reach, until=high + reach)
+            wider = _incident_span(store, store.record_ids(reached), low, high)
             if wider == (low, high):
                 break
             low, high = wider
+        scope = store.query_records(reached, limit=ALL)
     seen = {r.id for r in scope}
     return scope + _at_least([r for r in around.untimed.values() if r.id not in seen], options.min_risk)
 
 
-def _incident_span(store: Store, scope: Sequence[RiskRecord], low: datetime, high: datetime):
-    for incident_id in set(store.incidents.of_records(r.id for r in scope).values()):
-        incident = store.incidents.get(incident_id)
-        if incident is not None and incident.first_ts is not None:
-            low, high = min(low, incident.first_ts), max(high, incident.last_ts or incident.first_ts)
+def _incident_span(store: Store, record_ids: Sequence[str], low: datetime, high: datetime):
+    touched = set(store.incidents.of_records(record_ids).values())
+    for first, last in store.incidents.spans(sorted(touched)).values():
+        if first is not None:
+            low, high = min(low, first), max(high, last or first)
     return low, high
 
 
@@ -140,26 +143,38 @@ def _old_incidents(store: Store, around: Span | None, scope: Sequence[RiskRecord
     of the scope or of its span at any level (a record lowered below the minimum leaves its incident)."""
     if around is None:
         return {i.id: i for i in store.incidents.query(limit=ALL)}
-    records = list(scope) + list(around.untimed.values())
+    records = {r.id for r in scope} | set(around.untimed)
     if around.low is not None and around.high is not None:
         low, high = min([around.low, *(_times(scope))]), max([around.high, *(_times(scope))])
-        records += store.query_records(RecordFilter(since=low, until=high), limit=ALL)
-    ids = set(store.incidents.of_records({r.id for r in records}).values())
-    return {i: found for i in sorted(ids) if (found := store.incidents.get(i)) is not None}
+        records.update(store.record_ids(RecordFilter(since=low, until=high)))
+    ids = set(store.incidents.of_records(records).values())
+    return store.incidents.get_many(sorted(ids))
 
 
 def _times(records: Sequence[RiskRecord]) -> list[datetime]:
     return [t for r in records for t in (r.first_ts, r.last_ts) if t is not None]
 
 
-def _carry_over(incident: Incident, old: dict[str, Incident]) -> None:
-    """The review of the old incident it shares most records with; the story if its members are the same."""
-    members = set(incident.record_ids)
-    overlap = sorted(old.values(), key=lambda o: (-len(members & set(o.record_ids)), o.id != incident.id, o.id))
-    if overlap and members & set(overlap[0].record_ids):
-        best = overlap[0]
-        incident.status, incident.owner, incident.analyst_note = best.status, best.owner, best.analyst_note
-    same = next((o for o in old.values() if o.story_key == incident.story_key and o.story_by != "rules"), None)
-    if same is not None:
-        for name in STORY_FIELDS:
-            setattr(incident, name, getattr(same, name))
+class _Reviews:
+    """The old incidents indexed by member and by story key, so that carrying their reviews and
+    stories over costs each new incident its own members, not a pass over every old incident."""
+
+    def __init__(self, old: dict[str, Incident]) -> None:
+        self.old = old
+        self.holder = {r: o.id for o in old.values() for r in o.record_ids}
+        self.stories: dict[str, Incident] = {}
+        for o in old.values():  # the first in id order, as a scan of `old` finds it
+            if o.story_by != "rules":
+                self.stories.setdefault(o.story_key, o)
+
+    def over(self, incident: Incident) -> None:
+        """The review of the old incident it shares most records with; the story if its members are the same."""
+        shared = Counter(self.holder[r] for r in incident.record_ids if r in self.holder)
+        if shared:
+            best = min(shared, key=lambda o: (-shared[o], o != incident.id, o))
+            found = self.old[best]
+            incident.status, incident.owner, incident.analyst_note = found.status, found.owner, found.analyst_note
+        same = self.stories.get(incident.story_key)
+        if same is not None:
+            for name in STORY_FIELDS:
+                setattr(incident, name, getattr(same, name))

@@ -8,7 +8,7 @@ Knows nothing of the store or the model.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from logwarden.app.incidents.grouping import Group
 from logwarden.schemas import risk_rank
@@ -20,9 +20,9 @@ ENTITIES_MAX = 20
 HOSTS_SHOWN = 3
 
 
-def build_incident(group: Group, records: Sequence[RiskRecord]) -> Incident:
-    """The incident of `group` (records: the group's, in any order) with its deterministic title."""
-    by_id = {r.id: r for r in records}
+def build_incident(group: Group, by_id: Mapping[str, RiskRecord]) -> Incident:
+    """The incident of `group` (`by_id`: at least its records, by id) with its deterministic title.
+    A mapping, not a list: built once per regrouping, not once per group (60k groups × 60k records)."""
     members = [by_id[i] for i in group.record_ids]
     top = max(members, key=lambda r: risk_rank(r.risk_level))
     incident = Incident(

@@ -12,6 +12,9 @@ read from line 1. Inodes alone lie: they are reused, and a compressed or copied 
 A source's *name* is its path when first seen, prefixed with a node name (`web01:/var/log/auth.log`)
 when one is set: in a store shared by several hosts the same path is another file on each.
 
+Whether the part after the head is still what was read is `app/sources.py`'s question (line
+hashes); `kept_part` here is the answer for stores from before them.
+
 Owns: source names, fingerprints, a stream's head, and the matching rule. Knows nothing
 about where known sources are stored (they come in as `Known` objects) or how files are followed.
 """

@@ -43,6 +43,9 @@ _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\b\x1b") + b"\x7f"
 # Binary: more than this share of the sampled bytes is control or invalid, and so is this share
 # of its lines (executables, images, databases: ≥ 0.5 of their lines in an 8 KiB sample)
 _BINARY_BYTES, _BINARY_LINES = 0.30, 1 / 3
+EVTX_HEADER_BLOCK = 4096  # the file header's block; 64 KiB chunks follow it
+EVTX_CHUNK = 65536
+EVTX_HEADER_FIELDS = 44  # through the chunk count (offset 42, 2 bytes)
 _EVTX_MAX_FAILURES = 50  # damaged chunks in one EVTX file before reading it is abandoned
 
 
@@ -280,8 +283,19 @@ class TailRead:
         import evtx  # the Rust parser (pyevtx-rs); imported here: only EVTX files need it
 
         # a plain file is read by the parser itself (no copy); a compressed one is inflated in memory
-        source = str(self.path) if isinstance(stream, io.BufferedReader) else io.BytesIO(stream.read())
-        records = evtx.PyEvtxParser(source, number_of_threads=1).records_json()
+        plain = isinstance(stream, io.BufferedReader)
+        source = str(self.path) if plain else io.BytesIO(stream.read())
+        size = os.fstat(stream.fileno()).st_size if plain else len(source.getbuffer())
+        header = stream.read(EVTX_HEADER_FIELDS) if plain else source.getvalue()[:EVTX_HEADER_FIELDS]
+        short = evtx_shortfall(header, size)
+        if short and self.start_offset == 0:  # said once, on the first read of the file
+            yield self._error(0, short)
+        try:
+            records = evtx.PyEvtxParser(source, number_of_threads=1).records_json()
+        except OSError as exc:  # no whole header block: nothing to read
+            if not short:
+                yield self._error(0, f"unreadable EVTX file ({exc})")
+            return
         index = failures = 0
         cursor = self._cursor
         while failures < _EVTX_MAX_FAILURES:
@@ -315,6 +329,21 @@ class TailRead:
     def _error(self, offset: int | None, message: str) -> ErrorRow:
         return ErrorRow(source=self.source, offset=offset, stage="ingest",
                         message=f"{self.source}: {message}")
+
+
+def evtx_shortfall(header: bytes, size: int) -> str | None:
+    """Why an EVTX file of `size` bytes is cut short, or None: its header counts its 64 KiB chunks,
+    and the parser itself reads a cut chunk as no records, silently (a copy taken mid-write, a
+    download cut off)."""
+    if len(header) < EVTX_HEADER_FIELDS:
+        return f"truncated EVTX file: {size} bytes, shorter than its {EVTX_HEADER_BLOCK}-byte header; nothing to read"
+    chunks = int.from_bytes(header[42:44], "little")
+    expected = EVTX_HEADER_BLOCK + chunks * EVTX_CHUNK
+    if size >= expected:
+        return None
+    return (f"truncated EVTX file: its header counts {chunks} chunk{'s' if chunks != 1 else ''} "
+            f"({expected} bytes) but it has {size}; the events of the missing part, and of a chunk cut "
+            "in the middle, cannot be read. Copy the file again once Windows has closed it (wevtutil epl).")
 
 
 @dataclass(slots=True)

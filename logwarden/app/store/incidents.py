@@ -73,6 +73,27 @@ class IncidentStore:
             row = conn.execute(select(IncidentRow.__table__).where(IncidentRow.id == found)).mappings().first()
             return _row_to_incident(row, _member_ids(conn, [found])[found]) if row else None
 
+    def get_many(self, incident_ids: Sequence[str]) -> dict[str, Incident]:
+        """The incidents with these exact ids (those that exist), a few queries per 500 of them."""
+        found: dict[str, Incident] = {}
+        with self._read() as conn:
+            for start in range(0, len(incident_ids), CHUNK):
+                chunk = list(incident_ids[start:start + CHUNK])
+                rows = conn.execute(select(IncidentRow.__table__).where(IncidentRow.id.in_(chunk))).mappings().all()
+                members = _member_ids(conn, [r["id"] for r in rows])
+                found.update((r["id"], _row_to_incident(r, members[r["id"]])) for r in rows)
+        return {i: found[i] for i in incident_ids if i in found}
+
+    def spans(self, incident_ids: Sequence[str]) -> dict[str, tuple[datetime | None, datetime | None]]:
+        """id → (first_ts, last_ts) of the incidents with these ids."""
+        found: dict[str, tuple[datetime | None, datetime | None]] = {}
+        with self._read() as conn:
+            for start in range(0, len(incident_ids), CHUNK):
+                stmt = select(IncidentRow.id, IncidentRow.first_ts, IncidentRow.last_ts).where(
+                    IncidentRow.id.in_(incident_ids[start:start + CHUNK]))
+                found.update((i, (first, last)) for i, first, last in conn.execute(stmt))
+        return found
+
     def resolve_id(self, prefix: str) -> str | None:
         prefix = prefix.strip()
         if not prefix:
@@ -127,12 +148,20 @@ class IncidentStore:
         """In one transaction: drop the incidents `old` (their regrouping's input) and write `incidents`
         (its output, with their members)."""
         now = utc_now()
+        gone = sorted({*old, *(i.id for i in incidents)})
+        links = [{"record_id": r, "incident_id": i.id} for i in incidents for r in i.record_ids]
+        members = [link["record_id"] for link in links]
         with self._write() as conn:
-            for start in range(0, len(old), CHUNK):
-                conn.execute(delete(IncidentRow).where(IncidentRow.id.in_(old[start:start + CHUNK])))
-                conn.execute(delete(IncidentMember).where(IncidentMember.incident_id.in_(old[start:start + CHUNK])))
-            for incident in incidents:
-                _write_one(conn, incident, now)
+            for start in range(0, len(gone), CHUNK):
+                conn.execute(delete(IncidentRow).where(IncidentRow.id.in_(gone[start:start + CHUNK])))
+                conn.execute(delete(IncidentMember).where(IncidentMember.incident_id.in_(gone[start:start + CHUNK])))
+            for start in range(0, len(members), CHUNK):  # a record moved from an incident not replaced
+                conn.execute(delete(IncidentMember).where(IncidentMember.record_id.in_(members[start:start + CHUNK])))
+            for start in range(0, len(incidents), CHUNK):  # executemany: one statement per chunk, not per incident
+                chunk = incidents[start:start + CHUNK]
+                conn.execute(insert(IncidentRow), [_row_of(i, now) for i in chunk])
+            for start in range(0, len(links), CHUNK * 10):
+                conn.execute(insert(IncidentMember), links[start:start + CHUNK * 10])
 
     def set_story(self, incident: Incident) -> None:
         """Store a (re)written story; the review fields stay as they are."""
@@ -163,17 +192,11 @@ class IncidentStore:
         return {"id": found, **written}
 
 
-def _write_one(conn: Connection, incident: Incident, now: datetime) -> None:
+def _row_of(incident: Incident, now: datetime) -> dict[str, Any]:
     row = incident.model_dump(exclude={"record_ids"})
     row.update(risk_rank=risk_rank(incident.risk_level), record_count=len(incident.record_ids),
                created_at=now, updated_at=now)
-    conn.execute(delete(IncidentRow).where(IncidentRow.id == incident.id))
-    conn.execute(insert(IncidentRow).values(**row))
-    ids = list(incident.record_ids)
-    for start in range(0, len(ids), CHUNK):
-        conn.execute(delete(IncidentMember).where(IncidentMember.record_id.in_(ids[start:start + CHUNK])))
-    if ids:
-        conn.execute(insert(IncidentMember), [{"record_id": r, "incident_id": incident.id} for r in ids])
+    return row
 
 
 def _member_ids(conn: Connection, incident_ids: Sequence[str]) -> dict[str, list[str]]:

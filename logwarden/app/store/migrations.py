@@ -230,6 +230,21 @@ def _step_incidents(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _step_line_hashes(conn: Connection) -> None:
+    """Issue 44. Resume by content: each committed line's hash (CRC-32 of its text, 4 bytes, in runs
+    of consecutive lines), so a file truncated and appended to resumes at the first line that is not
+    what was read; and the last read line's offset and hash (`tail_*`), which tell a file that still
+    holds what was read from one cut and grown past the old end."""
+    big = BigInteger().compile(dialect=conn.dialect)
+    conn.execute(text(f"ALTER TABLE sources ADD COLUMN tail_offset {big}"))
+    conn.execute(text(f"ALTER TABLE sources ADD COLUMN tail_hash {big}"))
+    Table("source_lines", MetaData(),
+          Column("path", Text, primary_key=True), Column("inode", BigInteger, primary_key=True, autoincrement=False),
+          Column("generation", Integer, primary_key=True, autoincrement=False),
+          Column("first_line", BigInteger, primary_key=True, autoincrement=False),
+          Column("hashes", LargeBinary, nullable=False)).create(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -242,6 +257,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (9, "store marker: the database is logwarden's; sources keep their head", _step_store_marker),
     # issue 29
     (10, "incidents: grouped records, their stories and reviews", _step_incidents),
+    # issue 44
+    (11, "sources: line hashes and the last line read, to resume by content", _step_line_hashes),
 )
 LATEST_VERSION = STEPS[-1][0]
 

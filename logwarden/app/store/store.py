@@ -53,6 +53,7 @@ from logwarden.app.store.tables import (
     Review,
     Run,
     Source,
+    SourceLines,
     WatchedFolder,
     WindowResult,
 )
@@ -63,8 +64,10 @@ from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
-          "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records")
+          "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records",
+          "source_lines")
 COMMAND_MAX = 200  # runs.command's width
+QUICK_CHECK_ROWS = 3  # problems a damaged file's check lists before it stops (the first is shown)
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
 
 
@@ -115,8 +118,22 @@ def _refuse_foreign_file(url: str) -> None:
         with probe._read() as conn:
             if store_kind(conn) == "foreign":
                 raise foreign_error(_shown_url(probe.engine.url), conn)
+            _refuse_damaged(conn, _shown_url(probe.engine.url))
     finally:
         probe.close()
+
+
+def _refuse_damaged(conn: Connection, url: str) -> None:
+    """A damaged SQLite file is refused before anything reads or writes it, by every command: a page
+    only fails when it is read, so `db info` (counts from intact indexes) and `analyze --resume` (which
+    reads its sources and writes records) went on over a file other commands refused. `quick_check`
+    reads every page once (about a second per GiB), not the costlier cross-checks of `integrity_check`."""
+    rows = [row[0] for row in conn.exec_driver_sql(f"PRAGMA quick_check({QUICK_CHECK_ROWS})")]
+    if rows != ["ok"]:
+        problems = [line for row in rows for line in row.splitlines() if line and not line.startswith("***")]
+        raise StoreInputError(f"{url} is damaged (SQLite's quick_check: {(problems or rows)[0]}). Nothing was read or "
+                              "written. Move it aside and restore a backup, or salvage it with `sqlite3 FILE "
+                              "'.recover' | sqlite3 NEW.db` and pass --db NEW.db.")
 
 
 class Store:
@@ -247,6 +264,14 @@ class Store:
             stmt = stmt.where(or_(*(Source.path.startswith(p, autoescape=True) for p in prefixes)))
         return [row_to_source(r) for r in self._rows(stmt)]
 
+    def line_hashes(self, path: str, inode: int, generation: int) -> list[tuple[int, bytes]]:
+        """(first line, hashes) runs of one generation's committed lines, in line order."""
+        stmt = (select(SourceLines.first_line, SourceLines.hashes)
+                .where(SourceLines.path == path, SourceLines.inode == inode, SourceLines.generation == generation)
+                .order_by(SourceLines.first_line))
+        with self._read() as conn:
+            return [(first, bytes(blob)) for first, blob in conn.execute(stmt)]
+
     def watched_folders(self) -> list[str]:
         return list(self._scalars(select(WatchedFolder.path).order_by(WatchedFolder.path)))
 
@@ -300,6 +325,10 @@ class Store:
         stmt = (select(Record.__table__).where(where(filters or RecordFilter()))
                 .order_by(direction, Record.id).limit(limit).offset(offset))
         return [row_to_record(r) for r in self._rows(stmt)]
+
+    def record_ids(self, filters: RecordFilter | None = None) -> list[str]:
+        """The ids of the records matching `filters` (no rows built: a regrouping's span may hold 200k)."""
+        return self._scalars(select(Record.id).where(where(filters or RecordFilter())).order_by(Record.id))
 
     def count_records(self, filters: RecordFilter | None = None) -> int:
         with self._read() as conn:

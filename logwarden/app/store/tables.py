@@ -81,6 +81,19 @@ class Source(Base):
     fingerprint_prefix: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime]
     head: Mapped[bytes | None] = mapped_column(LargeBinary)  # the fingerprinted bytes: tells a truncation from new content
+    tail_offset: Mapped[int | None] = mapped_column(BigInteger)  # where the last line read starts
+    tail_hash: Mapped[int | None] = mapped_column(BigInteger)  # and its hash (app/sources.line_hash)
+
+
+class SourceLines(Base):
+    """The hashes of a run of consecutive lines read from one generation of a file (app/sources.py)."""
+
+    __tablename__ = "source_lines"
+    path: Mapped[str] = mapped_column(Text, primary_key=True)
+    inode: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    generation: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    first_line: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    hashes: Mapped[bytes] = mapped_column(LargeBinary)  # 4 bytes a line, little-endian CRC-32
 
 
 class WatchedFolder(Base):

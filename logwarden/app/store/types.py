@@ -31,6 +31,8 @@ class SourceState:
     fingerprint_len: int = 0
     fingerprint_prefix: str | None = None
     head: bytes | None = None  # the bytes the fingerprint covers (stores from before schema 9: None)
+    tail_offset: int | None = None  # where the last line read starts (stores from before schema 11: None)
+    tail_hash: int | None = None  # and its hash (app/sources.line_hash)
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from logwarden.app.store.tables import (
     ModelReviewRecord,
     Record,
     Source,
+    SourceLines,
     WatchedFolder,
     WindowResult,
 )
@@ -72,19 +73,31 @@ class Transaction:
     def set_source(self, path: str, inode: int, *, offset: int, line_no: int, generation: int = 0,
                    format: str | None = None, miner_state: str | bytes | None = None,
                    fingerprint: str | None = None, fingerprint_len: int = 0,
-                   fingerprint_prefix: str | None = None, head: bytes | None = None) -> None:
+                   fingerprint_prefix: str | None = None, head: bytes | None = None,
+                   tail_offset: int | None = None, tail_hash: int | None = None) -> None:
         """Record how far generation `generation` of `path` was read, and the fingerprint of what
-        was read. `format`/`miner_state`/`fingerprint` of None keep the stored value."""
+        was read. `format`/`miner_state`/`fingerprint`/`tail_*` of None keep the stored value."""
         if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
             miner_state = miner_state.decode("ascii")
         row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
                                "line_no": line_no, "updated_at": utc_now(), "format": format,
                                "miner_state": miner_state, "fingerprint": fingerprint,
                                "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix,
-                               "head": head}
-        keep = tuple(name for name in ("format", "miner_state", "head") if row[name] is None)
+                               "head": head, "tail_offset": tail_offset, "tail_hash": tail_hash}
+        keep = tuple(name for name in ("format", "miner_state", "head", "tail_offset", "tail_hash") if row[name] is None)
         keep += ("fingerprint", "fingerprint_len", "fingerprint_prefix") if fingerprint is None else ()
         _upsert(self.conn, Source.__table__, [row], keys=("path", "inode", "generation"), keep=keep)
+
+    def add_line_hashes(self, path: str, inode: int, generation: int, *, first_line: int, hashes: bytes) -> None:
+        """The hashes of lines `first_line`… of one generation, read and committed with this transaction.
+        Those stored for these lines and after (a re-analysis from line 1) are replaced."""
+        if hashes:
+            table = SourceLines.__table__
+            self.conn.execute(delete(table).where(table.c.path == path, table.c.inode == inode,
+                                                  table.c.generation == generation, table.c.first_line >= first_line))
+            _upsert(self.conn, SourceLines.__table__, [{"path": path, "inode": inode, "generation": generation,
+                                                        "first_line": first_line, "hashes": hashes}],
+                    keys=("path", "inode", "generation", "first_line"), keep=())
 
     def add_watched_folders(self, paths: Sequence[str]) -> None:
         rows = [{"path": path, "first_watched_at": utc_now()} for path in paths]

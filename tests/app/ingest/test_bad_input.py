@@ -114,8 +114,17 @@ def test_a_damaged_evtx_chunk_is_an_error_row_and_reading_goes_on(tmp_path):
     rows = list(read_lines(write(tmp_path, "Security.evtx", bytes(data))))
     assert rows and all(isinstance(r, ErrorRow) for r in rows)
     assert "damaged EVTX data after record 0" in rows[0].message
-    header_only = bytes(data[:4096])  # a file cut after its header: no chunk, no record, no crash
-    assert list(read_lines(write(tmp_path, "cut.evtx", header_only))) == []
+
+
+def test_a_truncated_evtx_file_is_reported_not_read_as_empty(tmp_path):
+    """The parser reads a cut chunk as no records and says nothing: 0 lines, 0 errors, rc 0 before."""
+    data = evtx_sample().read_bytes()
+    for cut in (100, 4096, 4096 + 30000, len(data) - 1000):  # header cut, header only, mid-chunk, chunk's end
+        rows = list(read_lines(write(tmp_path, f"cut{cut}.evtx", data[:cut])))
+        assert len(rows) == 1 and isinstance(rows[0], ErrorRow), (cut, rows)
+        assert "truncated EVTX file" in rows[0].message and f"has {cut}" in rows[0].message
+    whole = list(read_lines(write(tmp_path, "whole.evtx", data)))
+    assert len(whole) == 5 and not any(isinstance(r, ErrorRow) for r in whole)
 
 
 def test_utf16_file_is_an_error_row_that_says_how_to_convert(tmp_path):

@@ -56,9 +56,10 @@ class Stream:
     sid: int
     key: tuple[str, int, int]
     kind: str
-    lines: int = 0  # complete lines
+    lines: int = 0  # complete lines: the number of the last one
     fragment: bool = False  # ends in an unterminated line (then nothing more is written to it)
     live: bool = True  # still at its log's path, written to
+    first: int = 1  # its first line's number (after a cut to lines already read, the one after them)
 
     @property
     def expected(self) -> int:
@@ -152,7 +153,7 @@ class Torture:
         return False
 
     def consumed(self, stream: Stream) -> bool:
-        return len(self.covered(stream)) >= stream.expected
+        return len(self.covered(stream)) >= stream.expected - stream.first + 1
 
     # ---- writing --------------------------------------------------------------------------------
 
@@ -165,13 +166,30 @@ class Torture:
         self._new_stream(log, sid, n)
         self.stats["files created"] += 1
 
-    def _new_stream(self, log: Log, sid: int, n: int) -> None:
+    def _new_stream(self, log: Log, sid: int, n: int, *, first: int = 1) -> None:
         inode = log.path.stat().st_ino
         where = (str(log.path), inode)
         generation = self.generations.get(where, -1) + 1
         self.generations[where] = generation
-        log.stream = Stream(sid, (str(log.path), inode, generation), log.kind, lines=n)
+        log.stream = Stream(sid, (str(log.path), inode, generation), log.kind, lines=first - 1 + n, first=first)
         self.streams.append(log.stream)
+
+    def cut_and_append(self, log: Log) -> None:
+        """`truncate -s` to a part already read, then lines appended: the next generation goes on
+        after the kept lines (numbered on from them), which are not read again."""
+        s = log.stream
+        if s is None or s.fragment or s.lines - s.first < 2 or not self.wait_for(lambda: self.consumed(s), 30):
+            return
+        keep = self.rng.randint(s.first, s.lines - 1)
+        with open(log.path, "rb") as fh:
+            kept = b"".join(fh.readline() for _ in range(keep))
+        os.truncate(log.path, len(kept))
+        sid, n = len(self.streams) + 1, self.rng.randint(1, 40)
+        with open(log.path, "a") as fh:
+            fh.write("".join(line(log.kind, sid, i) + "\n" for i in range(keep + 1, keep + n + 1)))
+        s.live = False
+        self._new_stream(log, sid, n, first=keep + 1)
+        self.stats["cut to lines read, then appended"] += 1
 
     def append(self, log: Log, n: int) -> None:
         if log.stream is None:
@@ -318,6 +336,8 @@ class Torture:
             self.delete_oldest(log)
         elif r < 0.64:
             self.delete_and_recreate(log)
+        elif r < 0.67:
+            self.cut_and_append(log)
         elif r < 0.72:
             self.kill()
         elif r < 0.80:
@@ -334,17 +354,18 @@ class Torture:
 
     def report_missing(self) -> str:
         def missing(s: Stream) -> list[int]:
-            return sorted(set(range(1, s.expected + 1)) - set(self.covered(s)))[:10]
+            return sorted(set(range(s.first, s.expected + 1)) - set(self.covered(s)))[:10]
 
-        return "; ".join(f"stream {s.sid} {s.key} {s.kind} fragment={s.fragment}: {len(self.covered(s))}/{s.expected}"
-                         f" missing {missing(s)}" for s in self.streams if len(self.covered(s)) != s.expected)
+        return "; ".join(f"stream {s.sid} {s.key} {s.kind} fragment={s.fragment}: {len(self.covered(s))}/"
+                         f"{s.expected - s.first + 1} missing {missing(s)}" for s in self.streams
+                         if self.covered(s) != list(range(s.first, s.expected + 1)))
 
 
 def check(t: Torture) -> dict:
     """Everything accounted for once, at its real line number; no duplicate record."""
     by_key = {s.key: s for s in t.streams}
     for s in t.streams:
-        assert t.covered(s) == list(range(1, s.expected + 1)), (s, t.covered(s)[:20])
+        assert t.covered(s) == list(range(s.first, s.expected + 1)), (s, t.covered(s)[:20])
     windows = t.store.list_windows()
     assert {(w.source, w.inode, w.generation) for w in windows} <= set(by_key), "a source nobody wrote"
     window_of = {rid: (w.source, w.inode, w.generation) for w in windows for rid in w.record_ids}
@@ -354,7 +375,7 @@ def check(t: Torture) -> dict:
     seen_records: Counter = Counter()
     for record in records:
         stream = by_key[window_of[record.id]]
-        assert set(record.evidence.line_numbers) <= set(range(1, stream.expected + 1))
+        assert set(record.evidence.line_numbers) <= set(range(stream.first, stream.expected + 1))
         for exemplar in record.evidence.exemplars:
             mark = MARK.search(exemplar.text)
             if mark is None:
@@ -364,7 +385,7 @@ def check(t: Torture) -> dict:
         seen_records[(window_of[record.id], record.category, tuple(record.evidence.line_numbers))] += 1
     assert max(seen_records.values()) == 1, [k for k, n in seen_records.items() if n > 1][:3]
     assert [e.message for e in t.store.list_errors()] == []
-    return {"lines written": sum(s.expected for s in t.streams),
+    return {"lines written": sum(s.expected - s.first + 1 for s in t.streams),
             "lines accounted": sum(len(t.covered(s)) for s in t.streams),
             "streams": len(t.streams), "records": len(records), **dict(t.stats)}
 

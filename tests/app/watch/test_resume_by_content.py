@@ -1,0 +1,220 @@
+"""Resume by content (issue 44, item 1): a file cut to a part of what was read and written to again
+goes on at its first line not read — in `analyze --resume` and in the watcher alike — whether it is
+now shorter or longer than before; nothing appended is lost and nothing kept is read twice.
+
+The property test runs random sequences of append / truncate / rotate / run / restart against a
+model that says, from the ids of the lines written, which (generation, line) each source's stored
+windows must cover: what a file holds now is compared with what was read of it, line for line, and
+only the lines after the common part are read, as the next generation when something read is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from _watch_helpers import watcher
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.store import open_store
+
+
+def line(i: int) -> str:
+    return (f"Mar  1 10:{(i // 60) % 60:02d}:{i % 60:02d} web01 sshd[{1000 + i}]: Failed password for invalid user "
+            f"u{i} from 203.0.113.{i % 200 + 1} port {30000 + i} ssh2\n")
+
+
+@dataclass
+class Model:
+    """The files as written (line ids) and, per source, what was read of its current generation. A
+    file is a source under the name it had when first read, with its inode (a deleted file's inode
+    may come back with a new file: another source, under another name or generation)."""
+
+    folder: Path
+    next_id: int = 0
+    files: dict[str, int] = field(default_factory=dict)  # name → file (creation number)
+    lines: dict[int, list[int]] = field(default_factory=dict)  # file → line ids in it now
+    source: dict[int, tuple[str, int]] = field(default_factory=dict)  # file → (name when first read, inode)
+    read: dict[tuple[str, int], list[int]] = field(default_factory=dict)  # source → ids its generation holds
+    generation: dict[tuple[str, int], int] = field(default_factory=dict)
+    stored: set[tuple[str, int, int, int]] = field(default_factory=set)  # (source, inode, generation, line)
+    created: int = 0
+
+    def create(self, name: str) -> None:
+        (self.folder / name).write_text("")
+        self.created += 1
+        self.files[name], self.lines[self.created] = self.created, []
+
+    def append(self, n: int) -> None:
+        if "auth.log" not in self.files:
+            self.create("auth.log")
+        ids = list(range(self.next_id, self.next_id + n))
+        self.next_id += n
+        with open(self.folder / "auth.log", "a") as fh:
+            fh.writelines(map(line, ids))
+        self.lines[self.files["auth.log"]] += ids
+
+    def truncate(self, fraction: float) -> None:
+        if "auth.log" not in self.files:
+            return
+        file = self.files["auth.log"]
+        keep = int(len(self.lines[file]) * fraction)
+        self.lines[file] = self.lines[file][:keep]
+        os.truncate(self.folder / "auth.log", sum(len(line(i)) for i in self.lines[file]))
+
+    def rotate(self) -> None:
+        """`mv auth.log auth.log.1` (an older auth.log.1 is deleted first) and a new auth.log."""
+        if "auth.log" not in self.files:
+            return
+        if "auth.log.1" in self.files:
+            (self.folder / "auth.log.1").unlink()
+            self.lines.pop(self.files.pop("auth.log.1"))
+        os.rename(self.folder / "auth.log", self.folder / "auth.log.1")
+        self.files["auth.log.1"] = self.files.pop("auth.log")
+        self.create("auth.log")
+
+    def expect_read(self) -> None:
+        """What a reader that resumes by content stores now."""
+        for name, file in self.files.items():
+            key = self.source.setdefault(file, (str(self.folder / name), (self.folder / name).stat().st_ino))
+            now, before = self.lines[file], self.read.get(key)
+            if before is None:
+                before, self.generation[key] = [], 0
+            common = next((k for k, (a, b) in enumerate(zip(now, before)) if a != b), min(len(now), len(before)))
+            if common < len(before):
+                self.generation[key] += 1
+            self.stored |= {(*key, self.generation[key], n) for n in range(common + 1, len(now) + 1)}
+            self.read[key] = list(now)
+
+    def key(self, name: str) -> tuple[str, int]:
+        return self.source[self.files[name]]
+
+
+def stored(store) -> set[tuple[str, int, int, int]]:
+    return {(w.source, w.inode, w.generation, n) for w in store.list_windows()
+            for n in range(w.line_start, w.line_end + 1)}
+
+
+def ranked(lines: set[tuple[str, int, int, int]]) -> set[tuple[str, int, int, int]]:
+    """Generations numbered by their order among those that hold a line: a generation begun on a cut
+    and left before anything was written to it (a watcher stopped) holds none, and is not counted."""
+    held = sorted({(source, inode, generation) for source, inode, generation, _ in lines})
+    rank = {key: sum(1 for other in held if other[:2] == key[:2] and other[2] < key[2]) for key in held}
+    return {(source, inode, rank[(source, inode, generation)], n) for source, inode, generation, n in lines}
+
+
+def windows_line_count(store) -> int:
+    return sum(w.line_count for w in store.list_windows())
+
+
+def analyze_resume(store, folder: Path) -> None:
+    pipeline = Pipeline(store, None, RunOptions(rules_only=True, resume=True, final=True, year=2026,
+                                                incidents=None))
+    pipeline.analyze([folder])
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("truncate"), st.sampled_from([0.0, 0.3, 0.5, 0.9])),
+    st.tuples(st.just("rotate"), st.none()),
+    st.tuples(st.just("run"), st.none()),
+), min_size=1, max_size=14)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_analyze_resume_stores_each_line_written_once_whatever_happened_between_runs(tmp_path_factory, ops):
+    folder = tmp_path_factory.mktemp("logs")
+    model = Model(folder)
+    with open_store(f"sqlite:///{folder.parent / (folder.name + '.db')}") as store:
+        for op, arg in [*ops, ("run", None)]:
+            if op == "run":
+                analyze_resume(store, folder)
+                model.expect_read()
+            else:
+                getattr(model, op)(*([] if arg is None else [arg]))
+        assert ranked(stored(store)) == ranked(model.stored)
+        assert windows_line_count(store) == len(model.stored)  # no line in two windows
+
+
+def polls(w, n: int = 3) -> None:
+    for _ in range(n):
+        w.poll()
+        time.sleep(0.05)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 40)),
+    st.tuples(st.just("truncate"), st.sampled_from([0.0, 0.3, 0.9])),
+    st.tuples(st.just("rotate"), st.none()),
+    st.tuples(st.just("restart"), st.none()),
+    st.tuples(st.just("run"), st.none()),
+), min_size=1, max_size=10))
+def test_the_watcher_stores_each_line_written_once_across_truncations_rotations_and_restarts(tmp_path_factory, ops):
+    folder = tmp_path_factory.mktemp("logs")
+    model = Model(folder)
+    with open_store(f"sqlite:///{folder.parent / (folder.name + '.db')}") as store:
+        w = watcher(store, folder, from_start=True)
+        for op, arg in [*ops, ("run", None)]:
+            if op in ("run", "restart"):
+                polls(w)
+                model.expect_read()
+                if op == "restart":
+                    w.pipeline.finish()
+                    w = watcher(store, folder, from_start=True)
+            else:
+                getattr(model, op)(*([] if arg is None else [arg]))
+        w.pipeline.finish()
+        assert ranked(stored(store)) == ranked(model.stored)
+        assert windows_line_count(store) == len(model.stored)
+
+
+@pytest.mark.parametrize("appended", [40, 150])  # shorter than before, or longer than what was read
+def test_the_issue_case_cut_to_100_of_200_lines_then_appended(tmp_path, appended):
+    """200 lines read; cut to their first 100; `appended` lines written: `--resume` read 0 lines
+    and claimed line 140 read, the watcher read the 100 kept lines again (5 duplicate records)."""
+    for reader in ("analyze", "watch"):
+        folder = tmp_path / reader
+        folder.mkdir()
+        model = Model(folder)
+        with open_store(f"sqlite:///{tmp_path / (reader + '.db')}") as store:
+            w = watcher(store, folder, from_start=True) if reader == "watch" else None
+            model.append(200)
+            polls(w) if w else analyze_resume(store, folder)
+            model.expect_read()
+            model.truncate(0.5)
+            model.append(appended)
+            polls(w) if w else analyze_resume(store, folder)
+            model.expect_read()
+            if w:
+                w.pipeline.finish()
+            key = model.key("auth.log")
+            assert stored(store) == {(*key, 0, n) for n in range(1, 201)} | \
+                {(*key, 1, n) for n in range(101, 101 + appended)}, reader
+            assert windows_line_count(store) == 200 + appended
+
+
+def test_a_cut_seen_by_a_watcher_that_stops_before_anything_is_appended_is_not_read_again(tmp_path):
+    """The cut is seen, nothing new is committed, the watcher restarts, lines are appended."""
+    model = Model(tmp_path / "logs")
+    model.folder.mkdir()
+    with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
+        w = watcher(store, model.folder, from_start=True)
+        model.append(60)
+        polls(w)
+        model.expect_read()
+        model.truncate(0.5)
+        polls(w)
+        w.pipeline.finish()
+        model.append(10)
+        w = watcher(store, model.folder, from_start=True)
+        polls(w)
+        w.pipeline.finish()
+        key = model.key("auth.log")
+        assert stored(store) == {(*key, 0, n) for n in range(1, 61)} | {(*key, 1, n) for n in range(31, 41)}
