@@ -230,6 +230,13 @@ def _step_incidents(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _step_rejected_texts(conn: Connection) -> None:
+    """Issue 38. The model's texts the gate (app/textgate.py) turned down: `rejected` maps a record's or
+    an incident's field to why; that field kept the rules' text. Rows stored before hold an empty map."""
+    for table in ("records", "incidents"):
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN rejected JSON NOT NULL DEFAULT '{{}}'"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -242,6 +249,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (9, "store marker: the database is logwarden's; sources keep their head", _step_store_marker),
     # issue 29
     (10, "incidents: grouped records, their stories and reviews", _step_incidents),
+    # issue 38
+    (11, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
 )
 LATEST_VERSION = STEPS[-1][0]
 
