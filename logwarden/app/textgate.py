@@ -10,7 +10,7 @@ that do not exist (issue 38 quotes all of them). `check` applies one set of chec
 - sentences that echo the instructions (`ECHO_WORDS` words in a row of a prompt or of a schema's field
   descriptions, or a shape word left unfilled) or repeat an earlier sentence are dropped;
 - what is left is rejected when it is empty or punctuation, a bare number/id/word (fewer than
-  `MIN_WORDS` words), a copy of the digest (its placeholders, or a digest row verbatim: the model
+  `MIN_WORDS` words), JSON written as prose, a copy of the digest (its placeholders, or a digest row verbatim: the model
   added nothing to what the rules already say), a loop of the same few words, or names an evidence
   id the prompt did not show or a technique id the shipped ATT&CK table lacks.
 
@@ -36,6 +36,7 @@ REASONS = {
     "bare": "a bare number, id or word, not a statement",
     "instructions": "a copy of the prompt's or the schema's instructions",
     "digest": "a copy of the digest it was shown (a template or a row), nothing added",
+    "json": "JSON or schema keys written as the text",
     "repeat": "the same words looped, or the text of another field",
     "ungrounded": "names only facts or evidence ids the digest does not show",
     "technique": "names an ATT&CK technique id that does not exist",
@@ -49,6 +50,9 @@ _WORDS = re.compile(r"[a-z0-9&]+")
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _STATEMENT_WORD = re.compile(r"[^\W\d_]{2,}")  # a word with letters: not a number, not an id like T1110 or L17
 _ID = re.compile(r"(?<![\w.])([TL]\d{1,9}(?:\.\d{3})?)(?![\w])")
+_JSON_TEXT = re.compile(r'^\s*[{\[]\s*"?[\w &]+"?\s*:')  # {"count": 5, "category": …}
+# a copy that starts mid-row (", 26 clients' values of …") or ends with "…" where the digest cut it is still a copy
+_CUT_MARKS = " .,;:…"
 _TECHNIQUE = re.compile(r"^T\d{4}(?:\.\d{3})?$")
 _PLACEHOLDER = re.compile(r"<\*>|<(?:" + "|".join(dict.fromkeys(name for name, _ in MASKING_RULES)) + r")>")
 # words of the prompts' frames a small model echoes instead of writing about the lines
@@ -77,6 +81,8 @@ def check(text: str, digest: str, *, ids: Collection[str] = (), min_words: int =
     stripped = text.strip()
     if not re.search(r"\w", stripped):
         return Checked("", "empty")
+    if _JSON_TEXT.match(stripped):  # before grounding: its keys and values are not a sentence's facts
+        return Checked("", "json")
     grounded = ground(stripped, digest)
     if not grounded.text:
         return Checked("", "ungrounded" if grounded.ungrounded else "empty", grounded)
@@ -121,7 +127,7 @@ def _whole_text_reason(text: str, digest: str, ids: Collection[str], min_words: 
     words = _WORDS.findall(text.lower())
     if len(_STATEMENT_WORD.findall(text)) < min_words:
         return "bare"
-    if _PLACEHOLDER.search(text) or _squashed(text) in _squashed(digest):
+    if _PLACEHOLDER.search(text) or _squashed(text).strip(_CUT_MARKS) in _squashed(digest):
         return "digest"
     if len(words) >= LOOP_WORDS and len(set(words)) < LOOP_SHARE * len(words):
         return "repeat"
