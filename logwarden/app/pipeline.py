@@ -164,6 +164,7 @@ class RunMetrics:
     findings: int = 0
     entities_named: int = 0  # entities (addresses, accounts, paths, numbers …) the model's texts named
     entities_ungrounded: int = 0  # ... absent from the digest it was given (their clauses removed)
+    texts_rejected: dict[str, int] = field(default_factory=dict)  # reason → model texts the gate turned down (textgate)
     records: int = 0
     deviations: int = 0  # baseline deviations reported (app/baseline)
     errors: int = 0
@@ -586,6 +587,7 @@ class Pipeline:
         m.findings += stats.findings
         m.entities_named += stats.entities_named
         m.entities_ungrounded += stats.entities_ungrounded
+        self._count_rejected(stats.texts_rejected)
         m.deviations_dismissed += stats.dismissed
         self._stored.add(stats.records)  # the review may raise or lower them: their incidents are regrouped
         self._recount(stats.records)
@@ -668,9 +670,15 @@ class Pipeline:
         self.metrics.stories += stats.written
         self.metrics.story_invented_ids += stats.invented
         self.metrics.story_ungrounded += stats.ungrounded
+        self._count_rejected(stats.texts_rejected)
         self.metrics.prompt_tokens += stats.prompt_tokens
         self.metrics.new_tokens += stats.new_tokens
         self.metrics.generation_s += stats.generation_s
+
+    def _count_rejected(self, reasons: Counter) -> None:
+        rejected = self.metrics.texts_rejected
+        for reason, n in reasons.items():
+            rejected[reason] = rejected.get(reason, 0) + n
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.records += len(records)

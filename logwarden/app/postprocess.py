@@ -10,12 +10,15 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - a finding no group explains is its own record covering exactly its lines (one window can hold
   several incidents), when it is at `LLM_ONLY_MIN_RISK` or above (a small model's "medium" on a
   cron line is noise, a "low" is not worth a record);
-- every entity the model's text names must occur in the digest it was given (`grounding`): a
-  clause naming one that does not is removed and the entity kept in `RiskRecord.ungrounded`;
+- every model text passes the gate (`textgate.check`) before it replaces the rules' text: a clause
+  naming an entity the digest lacks is removed (the entity kept in `RiskRecord.ungrounded`), and a
+  text that is empty, bare, a copy of the instructions or the digest, a loop, or names ids that do
+  not exist is rejected: the rules' text stays and `RiskRecord.rejected` says which field and why;
 - the trace (溯源: lines, host, accounts, addresses, time span, evidence) is written from the
   record's own evidence lines, never by the model (a window mixes hosts: its most frequent one is
   not every record's); indicators are extracted deterministically;
-- techniques are kept only when they are in the shipped ATT&CK table;
+- techniques are kept only when they are in the shipped ATT&CK table (an invented one is noted in
+  `rejected` too);
 - a group of baseline deviations alone (no rule) may be dismissed: an answer that showed one of its
   lines and has no finding at all keeps it at `info` with the model's reason; a finding on its
   lines raises it but leaves the baseline's category.
@@ -38,11 +41,12 @@ from logwarden.app import attack
 from logwarden.app.baseline.deviation import RULE_PREFIX as BASELINE_RULES
 from logwarden.app.corroborate import corroborated_level
 from logwarden.app.events import Event, Signal
-from logwarden.app.grounding import Grounded, ground
+from logwarden.app.grounding import Grounded
 from logwarden.app.indicators import extract_indicators
 from logwarden.app.keyfields import event_key_fields
 from logwarden.app.mine import Window
 from logwarden.app.safetext import clean_value
+from logwarden.app.textgate import REASONS, Checked, check, rejected_techniques
 from logwarden.engine.api import Engine
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
@@ -64,7 +68,7 @@ MAX_EVIDENCE_LINES = 500
 MAX_EXEMPLARS = 10
 EXEMPLAR_CHARS = 1000
 MAX_HOSTS = 5  # a record's host names at most this many (the rest are in its indicators)
-WITHHELD = "The model flagged these lines; its description named facts the log does not show and was withheld."
+WITHHELD = "The model flagged these lines; its description was withheld: {why}."
 
 DEFAULT_RECOMMENDATION = {
     "brute_force": "Block or rate-limit the source addresses, check for a successful login from them, enforce key-only auth / MFA.",
@@ -150,6 +154,7 @@ class _Claim:
     recommendation: str
     ungrounded: list[str]
     result: LLMResult
+    rejected: dict[str, str] = field(default_factory=dict)  # field → why the model's text for it was rejected
 
     @property
     def rank(self) -> int:
@@ -164,6 +169,7 @@ class Outcome:
     entities: int = 0  # entities the model's texts named
     ungrounded: int = 0  # of those, absent from the digest (removed)
     findings: int = 0
+    rejected: Counter = field(default_factory=Counter)  # reason → model texts (and technique ids) rejected
 
 
 def parse_assessment(text: str) -> LLMAssessment:
@@ -254,16 +260,33 @@ def claims_of(results: Sequence[LLMResult], window: Window) -> list[_Claim]:
     for result in results:
         if result.assessment is None:
             continue
-        advice = ground(result.assessment.recommendation, result.digest)
+        advice = _advice(result)
         for finding in result.assessment.findings:
             refs = [r for r in dict.fromkeys(finding.evidence) if r in result.lines_of]
-            said = ground(finding.anomaly, result.digest)
-            lines = pinned_lines(sorted({n for r in refs for n in result.lines_of[r] if n in folded}), folded, said)
+            said = check(finding.anomaly, result.digest, ids=result.lines_of)
+            lines = pinned_lines(sorted({n for r in refs for n in result.lines_of[r] if n in folded}), folded,
+                                 said.grounded)
             if not lines:
                 continue
             claims.append(_Claim(finding, refs, lines, said.text, advice.text,
-                                 list(dict.fromkeys(said.ungrounded + advice.ungrounded)), result))
+                                 list(dict.fromkeys(said.grounded.ungrounded + advice.grounded.ungrounded)), result,
+                                 _rejected(said, advice, finding)))
     return claims
+
+
+def _advice(result: LLMResult) -> Checked:
+    """The answer's recommendation through the gate; the anomaly of one of its findings said again is a repeat."""
+    advice = check(result.assessment.recommendation, result.digest, ids=result.lines_of)
+    if advice.passed and any(advice.text == f.anomaly.strip() for f in result.assessment.findings):
+        return Checked("", "repeat", advice.grounded)
+    return advice
+
+
+def _rejected(said: Checked, advice: Checked, finding: Finding) -> dict[str, str]:
+    """field → reason, for each model text of this finding the gate turned down."""
+    notes = {"anomaly": said.reason, "recommendation": advice.reason,
+             "techniques": "technique" if rejected_techniques(finding.techniques) else None}
+    return {name: why for name, why in notes.items() if why}
 
 
 def pinned_lines(lines: Sequence[int], folded: dict[int, str], said: Grounded) -> list[int]:
@@ -288,18 +311,22 @@ def _folded(text: str) -> str:
     return _BACKSLASHES.sub("/", text.lower())
 
 
-def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int]:
-    """(entities named, entities ungrounded) over every text the model wrote for this window."""
+def _faithfulness(results: Sequence[LLMResult]) -> tuple[int, int, Counter]:
+    """(entities named, entities ungrounded, reason → texts rejected) over every text the model wrote
+    for this window; each technique id the ATT&CK table lacks counts as one rejected text."""
     named = missing = 0
+    rejected: Counter = Counter()
     for result in results:
         if result.assessment is None:
             continue
-        texts = [f.anomaly for f in result.assessment.findings] + [result.assessment.recommendation]
-        for text in texts:
-            checked = ground(text, result.digest)
-            named += len(checked.entities)
-            missing += len(checked.ungrounded)
-    return named, missing
+        checked = [check(f.anomaly, result.digest, ids=result.lines_of) for f in result.assessment.findings]
+        checked.append(_advice(result))
+        for one in checked:
+            named += len(one.grounded.entities)
+            missing += len(one.grounded.ungrounded)
+            rejected[one.reason] += not one.passed
+        rejected["technique"] += sum(len(rejected_techniques(f.techniques)) for f in result.assessment.findings)
+    return named, missing, +rejected
 
 
 def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
@@ -408,7 +435,7 @@ def _rules_anomaly(group: _Group) -> str:
 def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], anomaly: str,
             recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
             prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
-            ungrounded: Sequence[str] = ()) -> RiskRecord:
+            ungrounded: Sequence[str] = (), rejected: dict[str, str] | None = None) -> RiskRecord:
     indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
@@ -426,7 +453,7 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
         decided_by=decided_by, model=prov.model if llm else None, adapter=prov.adapter if llm else None,
         prompt_version=prov.prompt_version, run_id=prov.run_id,
         raw_model_output=llm.raw_output if llm else None, engine_stats=llm.stats if llm else None,
-        llm_error=llm.error if llm else None, ungrounded=list(ungrounded),
+        llm_error=llm.error if llm else None, ungrounded=list(ungrounded), rejected=dict(rejected or {}),
     )
 
 
@@ -437,11 +464,12 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
     common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
                   category=group.category)
     if claim is None and dismissed is not None:
-        reason = ground(dismissed.assessment.recommendation, dismissed.digest).text or NOTHING_FOUND
+        said = check(dismissed.assessment.recommendation, dismissed.digest, ids=dismissed.lines_of)
         return _record(window, level="info",
-                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {reason}"[:STORED_TEXT_MAX],
+                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {said.text or NOTHING_FOUND}"[
+                           :STORED_TEXT_MAX],
                        recommendation=DISMISSED, techniques=_techniques(rule_techniques), decided_by="rules+llm",
-                       llm=dismissed, **common)
+                       llm=dismissed, rejected={"recommendation": said.reason} if said.reason else None, **common)
     if claim is None:
         return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
                        recommendation=DEFAULT_RECOMMENDATION[group.category],
@@ -450,7 +478,7 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
                    anomaly=claim.anomaly or _rules_anomaly(group),
                    recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
-                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, **common)
+                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected, **common)
 
 
 def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequence[Signal]) -> RiskRecord:
@@ -459,12 +487,12 @@ def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequ
     category, events = claim.finding.category, _events_at(window, claim.lines)
     level, capped = corroborated_level(category, claim.finding.risk_level, events,
                                        {n for s in signals for n in s.line_numbers})
-    anomaly = claim.anomaly or WITHHELD
+    anomaly = claim.anomaly or WITHHELD.format(why=REASONS[claim.rejected.get("anomaly", "empty")])
     return _record(window, category=category, key="llm", level=level,
                    events=events, anomaly=f"{anomaly} {capped}"[:STORED_TEXT_MAX] if capped else anomaly,
                    recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
                    techniques=_techniques(claim.finding.techniques), detections=[], decided_by="llm", prov=prov,
-                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded)
+                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected)
 
 
 def _distinct(claims: Sequence[_Claim]) -> list[_Claim]:
@@ -493,8 +521,9 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
     for claim in _distinct([c for c in claims if id(c) not in used]):
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
             records.append(_claim_record(window, claim, prov, signals))
-    named, missing = _faithfulness(results)
-    return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims))
+    named, missing, rejected = _faithfulness(results)
+    return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims),
+                   rejected=rejected)
 
 
 def _unique_ids(records: list[RiskRecord]) -> list[RiskRecord]:

@@ -19,6 +19,7 @@ import logging
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -187,6 +188,7 @@ class ReviewStats:
     entities_named: int = 0
     entities_ungrounded: int = 0
     dismissed: int = 0  # deviation records the model judged normal (kept at info)
+    texts_rejected: Counter = field(default_factory=Counter)  # reason → model texts the gate turned down
     records: list[RiskRecord] = field(default_factory=list)
     breaker_open: bool = False
 
@@ -286,6 +288,7 @@ class Reviewer:
         self.stats.findings += outcome.findings
         self.stats.entities_named += outcome.entities
         self.stats.entities_ungrounded += outcome.ungrounded
+        self.stats.texts_rejected.update(outcome.rejected)
         changed = [r for r in outcome.records if r.decided_by != "rules"]
         self.stats.dismissed += sum(1 for r in changed if r.id in item.record_ids and r.risk_level == "info")
         return changed

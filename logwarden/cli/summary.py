@@ -58,7 +58,8 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
                  ("compression ratio", f"{m.compression_ratio:.1f}x" if m.compression_ratio else "n/a")]
         if m.windows_llm:
             rows += [("rare lines seen by the model", _share(m.rare_lines_shown, m.rare_lines_llm)),
-                     ("ungrounded entities removed", _share(m.entities_ungrounded, m.entities_named))]
+                     ("ungrounded entities removed", _share(m.entities_ungrounded, m.entities_named)),
+                     ("model texts rejected", rejected_text(getattr(m, "texts_rejected", {})))]
     rows += [("records", m.records), ("errors", m.errors)]
     rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
                                                 ("lines cut at the length limit", m.truncated_lines),
@@ -112,6 +113,13 @@ def _closing_lines(m, records: Sequence[RiskRecord], db_url: str) -> list[str]:
               f"  logwarden incidents list --min-risk medium --db {db}",
               f"  logwarden ui --db {db}"]
     return lines
+
+
+def rejected_text(reasons: dict[str, int]) -> str:
+    """'12 (instructions 8, bare 4)': the model's texts the gate turned down, by reason (app/textgate.py)."""
+    total = sum(reasons.values())
+    by_reason = ", ".join(f"{reason} {n:,}" for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{total:,}" + (f" ({by_reason})" if by_reason else "")
 
 
 def _top(counts: Counter) -> str:

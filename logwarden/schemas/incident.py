@@ -55,6 +55,7 @@ class Incident(_Strict):
     model: str | None = None
     ungrounded: list[str] = Field(default_factory=list)  # entities the model named that its records lack (removed)
     invented: int = 0  # ids the model cited that are not members: the story was rejected, none is stored
+    rejected: dict[str, str] = Field(default_factory=dict)  # story field → why the gate turned the model's down
     risk_level: RiskLevel
     category: Category
     first_ts: datetime | None = None

@@ -101,6 +101,9 @@ class RiskRecord(_Strict):
     llm_error: str | None = None
     # Entities the model's text named that its digest does not contain: their clauses were removed.
     ungrounded: list[str] = Field(default_factory=list, max_length=LIST_MAX)
+    # The model's texts that failed the gate (app/textgate.py): field (anomaly, recommendation,
+    # techniques) → why (a `textgate.REASONS` key); those fields hold the rules' text instead.
+    rejected: dict[str, str] = Field(default_factory=dict, max_length=LIST_MAX)
 
     @property
     def hosts(self) -> list[str]:

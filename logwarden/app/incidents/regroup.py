@@ -29,7 +29,7 @@ from logwarden.schemas.incident import Incident
 
 ALL = 10**9
 WIDEN_ROUNDS = 8
-STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented")
+STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented", "rejected")
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,11 @@ The model reads its records' summaries (id, time, host, level, category, ATT&CK,
 anomaly line — a few hundred tokens, never raw logs) and answers `IncidentStory` under a schema
 whose `cited` items are an enum of exactly the ids it was shown. Code checks again: a story citing
 any id that is not the incident's is rejected whole (Elastic's lesson: small models invent alert
-ids), and every title, summary sentence and next step naming an entity the records lack is
-dropped (`grounding.ground`). The title is always the deterministic one, made from the records
-(category, hosts, count): the model's title is read from text a log line can steer, so it is
-checked (its ungrounded entities counted) but never shown. A story needs a grounded summary.
+ids), and the summary and each next step pass the text gate (`textgate.check`: grounding, echoes
+of the instructions, bare words, copies, loops); a field that failed keeps the rules' text and is
+noted in `rejected`. The title is always the deterministic one, made from the records (category,
+hosts, count): the model's title is read from text a log line can steer, so it is checked (its
+rejections and ungrounded entities counted) but never shown. A story needs a summary that passed.
 
 Owns: the records' digest, the requests, the checks, the budget loop. Knows nothing of grouping
 or of terminals and pages.
@@ -20,15 +21,15 @@ import logging
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
 
 from logwarden.app.config import declared
-from logwarden.app.grounding import ground
 from logwarden.app.postprocess import Provenance
 from logwarden.app.review import Budget
 from logwarden.app.store import Store
+from logwarden.app.textgate import check
 from logwarden.engine.api import Engine, Request
 from logwarden.prompts import INCIDENT_PROMPT_VERSION, incident_prompt, system_prompt
 from logwarden.schemas import risk_rank
@@ -51,6 +52,7 @@ class StoryStats:
     failed: int = 0  # asked, but the engine failed
     invented: int = 0
     ungrounded: int = 0
+    texts_rejected: Counter = field(default_factory=Counter)  # reason → titles, summaries, steps the gate turned down
     prompt_tokens: int = 0
     new_tokens: int = 0
     generation_s: float = 0.0
@@ -101,56 +103,35 @@ def check_story(incident: Incident, answer_text: str, digest: str, stats: StoryS
 
 
 def _grounded(incident: Incident, story: IncidentStory, digest: str, stats: StoryStats) -> Incident | None:
-    title, summary = ground(_unfilled(story.title), digest), ground(_unfilled(story.summary), digest)
-    steps = [ground(_unfilled(step), digest) for step in story.next_steps]
-    missing = list(dict.fromkeys(e for g in (title, summary, *steps) for e in g.ungrounded))
+    title, summary = check(_uncut(story.title), digest), check(_uncut(story.summary), digest)
+    steps = [check(_uncut(step), digest, min_words=1) for step in story.next_steps]
+    checked_texts = (title, summary, *steps)
+    missing = list(dict.fromkeys(e for c in checked_texts for e in c.grounded.ungrounded))
     stats.ungrounded += len(missing)
+    stats.texts_rejected.update(c.reason for c in checked_texts if c.reason)
     if not summary.text:
         return None
     checked = incident.model_copy(deep=True)  # the title stays the records' own (`rollup.deterministic_title`)
     checked.summary, checked.stages = summary.text, list(dict.fromkeys(story.stages))
     checked.next_steps = list(dict.fromkeys(s.text for s in steps if len(s.text.split()) >= MIN_STEP_WORDS))
     checked.cited, checked.ungrounded, checked.story_by = list(dict.fromkeys(story.cited)), missing, "llm"
+    checked.rejected = {name: c.reason for name, c in (("title", title), ("summary", summary)) if c.reason}
+    if failed := next((c.reason for c in steps if c.reason), None):
+        checked.rejected["next_steps"] = failed
     return checked
 
 
-def _unfilled(text: str) -> str:
-    """Without the sentences that echo the prompt (`_echoes_prompt`), repeat an earlier one, or were cut
-    off by the length bound (no closing punctuation)."""
-    kept: list[str] = []
+def _uncut(text: str) -> str:
+    """Without its last sentence when the length bound cut it off (no closing punctuation)."""
     sentences = _SENTENCE.split(text.strip())
-    for i, sentence in enumerate(sentences):
-        cut = i == len(sentences) - 1 and len(sentences) > 1 and not sentence.rstrip().endswith(_ENDS)
-        if sentence and not _echoes_prompt(sentence) and sentence not in kept and not cut:
-            kept.append(sentence)
-    return " ".join(kept)
+    if len(sentences) > 1 and not sentences[-1].rstrip().endswith(_ENDS):
+        sentences = sentences[:-1]
+    return " ".join(sentences)
 
 
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _ENDS = (".", "!", "?", ")")
-MIN_STEP_WORDS = 2
-ECHO_WORDS = 5  # this many words in a row from the instructions: an echo, not a story  # "analyze", "kill": not a step an analyst can take
-# words of the prompt's frame a small model may echo instead of writing a story
-_PLACEHOLDER = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b"
-                          r"|(?i:between the markers|kill-chain|untrusted|follow(?: the)? instructions)")
-
-
-def _echoes_prompt(sentence: str) -> bool:
-    """A shape word left unfilled, a phrase of the prompt's frame, or ECHO_WORDS words in a row of its
-    instructions: the model repeated what it was told instead of writing about the records."""
-    if _PLACEHOLDER.search(sentence):
-        return True
-    return bool(_ngrams(sentence) & _prompt_ngrams())
-
-
-def _ngrams(text: str) -> set[tuple[str, ...]]:
-    words = re.findall(r"[a-z0-9&]+", text.lower())
-    return {tuple(words[i:i + ECHO_WORDS]) for i in range(len(words) - ECHO_WORDS + 1)}
-
-
-@lru_cache(maxsize=1)
-def _prompt_ngrams() -> frozenset[tuple[str, ...]]:
-    return frozenset(_ngrams(system_prompt(INCIDENT_PROMPT_VERSION)))
+MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 
 
 class StoryWriter:

@@ -166,7 +166,7 @@ class IncidentStore:
     def set_story(self, incident: Incident) -> None:
         """Store a (re)written story; the review fields stay as they are."""
         fields = ("title", "summary", "stages", "next_steps", "cited", "story_by", "story_key", "model",
-                  "ungrounded", "invented")
+                  "ungrounded", "invented", "rejected")
         values = {name: getattr(incident, name) for name in fields}
         with self._write() as conn:
             conn.execute(update(IncidentRow).where(IncidentRow.id == incident.id).values(

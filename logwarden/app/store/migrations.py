@@ -245,6 +245,13 @@ def _step_line_hashes(conn: Connection) -> None:
           Column("hashes", LargeBinary, nullable=False)).create(conn)
 
 
+def _step_rejected_texts(conn: Connection) -> None:
+    """Issue 38. The model's texts the gate (app/textgate.py) turned down: `rejected` maps a record's or
+    an incident's field to why; that field kept the rules' text. Rows stored before hold an empty map."""
+    for table in ("records", "incidents"):
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN rejected JSON NOT NULL DEFAULT '{{}}'"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -259,6 +266,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (10, "incidents: grouped records, their stories and reviews", _step_incidents),
     # issue 44
     (11, "sources: line hashes and the last line read, to resume by content", _step_line_hashes),
+    # issue 38
+    (12, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
 )
 LATEST_VERSION = STEPS[-1][0]
 

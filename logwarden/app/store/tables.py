@@ -154,6 +154,7 @@ class Record(Base):
     engine_stats: Mapped[dict[str, Any] | None]
     llm_error: Mapped[str | None] = mapped_column(Text)
     ungrounded: Mapped[list[Any]] = mapped_column(default=list)
+    rejected: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     __table_args__ = (Index("ix_records_risk_rank_last_ts", "risk_rank", "last_ts"),)
 
@@ -266,6 +267,7 @@ class IncidentRow(Base):
     model: Mapped[str | None] = mapped_column(Text)
     ungrounded: Mapped[list[Any]]
     invented: Mapped[int]
+    rejected: Mapped[dict[str, Any]] = mapped_column(default=dict)
     risk_level: Mapped[str] = mapped_column(String(10))
     risk_rank: Mapped[int] = mapped_column(index=True)
     category: Mapped[str] = mapped_column(String(40))

@@ -2,8 +2,8 @@
 
 Runs the deterministic rules alone and, unless `--rules-only`, the rules + the model, each into
 a throw-away store, then prints recall / false-positive rate / category accuracy per source file,
-per source and overall, and per run the model's prompts, rare-line coverage and ungrounded-entity
-rate (a rich table on stderr, or `--json` on stdout). `--split FILE --side heldout` scores one side
+per source and overall, and per run the model's prompts, rare-line coverage, ungrounded-entity
+rate and the model texts the text gate rejected, by reason (a rich table on stderr, or `--json` on stdout). `--split FILE --side heldout` scores one side
 of a realdata split. Scoring lives in `app/evaluate.py`.
 """
 
@@ -36,7 +36,7 @@ from logwarden.cli.common import (
     print_json,
     sigma_option,
 )
-from logwarden.cli.summary import print_detections
+from logwarden.cli.summary import print_detections, rejected_text
 from logwarden.cli.terminal import add_row
 
 
@@ -147,11 +147,13 @@ def results_table(runs: list[EvalRun]) -> Table:
 def model_table(runs: list[EvalRun]) -> Table:
     """What the model was shown and how faithful it was, per model run."""
     table = Table(title="the model's side", header_style="bold")
-    for column in ("run", "prompts", "windows split", "rare lines seen", "entities named", "ungrounded"):
+    for column in ("run", "prompts", "windows split", "rare lines seen", "entities named", "ungrounded",
+                   "texts rejected"):
         table.add_column(column, justify="left" if column == "run" else "right")
     for run in runs:
         m = run.metrics
         add_row(table, run.name, f"{m['llm_calls']:,}", f"{m['windows_split']:,}",
                 f"{m['rare_lines_shown']:,}/{m['rare_lines_llm']:,} ({_pct(m['rare_line_coverage'])})",
-                f"{m['entities_named']:,}", f"{m['entities_ungrounded']:,} ({_pct(m['ungrounded_rate'])})")
+                f"{m['entities_named']:,}", f"{m['entities_ungrounded']:,} ({_pct(m['ungrounded_rate'])})",
+                rejected_text(m.get("texts_rejected", {})))
     return table

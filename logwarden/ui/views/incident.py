@@ -13,6 +13,7 @@ import html
 import pandas as pd
 import streamlit as st
 
+from logwarden.app.textgate import rejected_note
 from logwarden.errors import LogwardenError
 from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
@@ -86,6 +87,8 @@ def _story(i) -> None:
     if i.ungrounded:
         st.caption(escape_markdown("Removed — named but not in the records: " + ", ".join(i.ungrounded),
                                    one_line=True))
+    if i.rejected:
+        st.caption(escape_markdown(rejected_note(i.rejected), one_line=True))
 
 
 def _tactics_strip(seen: list[str]) -> None:

@@ -12,6 +12,7 @@ import getpass
 import pandas as pd
 import streamlit as st
 
+from logwarden.app.textgate import rejected_note
 from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
 from logwarden.schemas.record import STATUSES
@@ -81,6 +82,8 @@ def _assessment(r: RiskRecord) -> None:
     if r.ungrounded:
         st.caption(escape_markdown("Removed from the model's text — named but not in the digest it was shown: "
                                    + ", ".join(r.ungrounded), one_line=True))
+    if r.rejected:
+        st.caption(escape_markdown(rejected_note(r.rejected), one_line=True))
     if r.llm_error:
         st.warning(f"Model error: {escape_markdown(r.llm_error, one_line=True)}")
 
