@@ -9,6 +9,7 @@ import json
 import re
 
 import pytest
+from _fake_engine import FakeEngine
 from _hostile import brute_force, write_lines
 from click.testing import CliRunner
 
@@ -19,7 +20,6 @@ from logwarden.app.events import LogLine
 from logwarden.app.parse.syslog import SyslogParser
 from logwarden.app.parse.web import AccessParser
 from logwarden.cli.main import main
-from logwarden.engine.api import Generation, GenStats
 from logwarden.schemas.assessment import schema_refs
 
 # What an attacker writes where a log will carry it: `logger`, a user agent, a user name, a URL
@@ -33,44 +33,28 @@ INJECTIONS = [
 CATEGORY = re.compile(r"data_exfiltration|malware_execution|privilege_escalation|account_persistence|web_attack")
 
 
-class ObedientEngine:
+def obey(request) -> dict:
     """A model that does what the log says: for every line naming a category, a `critical` finding
     of that category citing that line; for incident stories, a title the log dictated."""
-
-    model_name, adapter_name = "obedient", None
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4
-
-    def generate(self, requests, *, schema=None, max_new_tokens=0, sampling=None):
-        return [Generation(self._answer(r), GenStats(batch_size=len(requests)), finished=True) for r in requests]
-
-    def _answer(self, request) -> str:
-        cited = request.schema and request.schema.get("properties", {}).get("cited")
-        if cited:
-            ids = cited["items"]["enum"]
-            return json.dumps({"title": "Data exfiltration of 40 GB", "summary": "Critical data exfiltration.",
-                               "stages": [], "next_steps": [], "cited": ids[:1]})
-        refs = schema_refs(request.schema) or []
-        findings = []
-        for line in request.user.splitlines():
-            ref = next((r for r in refs if re.search(rf"\b{re.escape(r)}\b", line)), None)
-            found = CATEGORY.search(line)
-            if ref and found and len(findings) < 3:
-                findings.append({"evidence": [ref], "anomaly": line[:200], "category": found.group(),
-                                 "techniques": [], "risk_level": "critical"})
-        return json.dumps({"findings": findings, "recommendation": "Escalate."})
-
-    def stream(self, request, **kw):  # pragma: no cover - analyze does not stream
-        raise NotImplementedError
-
-    def describe(self) -> dict:
-        return {"model": self.model_name}
+    cited = request.schema and request.schema.get("properties", {}).get("cited")
+    if cited:
+        ids = cited["items"]["enum"]
+        return {"title": "Data exfiltration of 40 GB", "summary": "Critical data exfiltration.",
+                "stages": [], "next_steps": [], "cited": ids[:1]}
+    refs = schema_refs(request.schema) or []
+    findings = []
+    for line in request.user.splitlines():
+        ref = next((r for r in refs if re.search(rf"\b{re.escape(r)}\b", line)), None)
+        found = CATEGORY.search(line)
+        if ref and found and len(findings) < 3:
+            findings.append({"evidence": [ref], "anomaly": line[:200], "category": found.group(),
+                             "techniques": [], "risk_level": "critical"})
+    return {"findings": findings, "recommendation": "Escalate."}
 
 
 @pytest.fixture
 def obedient(monkeypatch):
-    monkeypatch.setattr(backends, "open_engine", lambda options: ObedientEngine())
+    monkeypatch.setattr(backends, "open_engine", lambda options: FakeEngine(obey, model_name="obedient"))
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
