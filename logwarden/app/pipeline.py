@@ -389,7 +389,7 @@ class Pipeline:
         """The source the file is by its inode (`sources.resume_by_content`), checked by content: where it
         stopped, or the next generation after the part of it that is still what was read."""
         found = resume_by_content(path, known, name=name, inode=inode, head=head,
-                                  runs_of=lambda k: self.store.line_hashes(k.path, k.inode, k.generation))
+                                  runs_of=lambda k: self.line_hashes((k.path, k.inode, k.generation)))
         if found is None:
             return None
         own, verdict = found
@@ -458,6 +458,13 @@ class Pipeline:
         for line in lines:
             hashes.add(line)
             yield line
+
+    def line_hashes(self, key: tuple[str, int, int]) -> list[tuple[int, bytes]]:
+        """The hashes of source generation `key`'s lines: those committed, then those read and not yet
+        committed (a kept part waits for the next commit: cut again before it, it is still known)."""
+        runs = self.store.line_hashes(*key)
+        pending = self._hashes.get(key)
+        return [*runs, run] if pending is not None and (run := pending.run()) is not None else runs
 
     def continue_after(self, kept: Kept, key: tuple[str, int, int]) -> None:
         """The next generation `key` of a truncated file starts after its kept part: the kept lines'

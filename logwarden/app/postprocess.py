@@ -231,17 +231,26 @@ def group_signals(signals: Sequence[Signal]) -> list[_Group]:
 
     An incident is signals of one category and key (source address, account, host) that either
     come from the same rule or whose evidence spans overlap: brute force + password spray from
-    one address is one incident, an OOM kill and a later disk error on one host are two.
+    one address is one incident, an OOM kill and a later disk error on one host are two. A signal
+    whose every line is already in a group of its category joins it whatever its key: a per-host
+    spray rule counting the accounts one address tried is that address's brute force again, not a
+    second alert (the widest signal of a first line is placed first, so it is the one that holds).
     """
     groups: list[_Group] = []
-    for signal in sorted(signals, key=lambda s: min(s.line_numbers, default=0)):
-        home = next((g for g in groups if g.category == signal.category and g.key == signal.key
-                     and (any(s.rule_id == signal.rule_id for s in g.signals) or _overlaps(g, signal))), None)
+    for signal in sorted(signals, key=lambda s: (min(s.line_numbers, default=0), -len(s.line_numbers))):
+        home = next((g for g in groups if g.category == signal.category
+                     and ((g.key == signal.key and (any(s.rule_id == signal.rule_id for s in g.signals)
+                                                    or _overlaps(g, signal)))
+                          or _within(g, signal))), None)
         if home is None:
             home = _Group(signal.category, signal.key)
             groups.append(home)
         home.signals.append(signal)
     return sorted(groups, key=lambda g: (-risk_rank(g.floor), g.line_numbers[:1]))
+
+
+def _within(group: _Group, signal: Signal) -> bool:
+    return bool(signal.line_numbers) and set(signal.line_numbers) <= set(group.line_numbers)
 
 
 def _overlaps(group: _Group, signal: Signal) -> bool:

@@ -61,6 +61,10 @@ class LineHashes:
         self.first_line += count
         return first, _packed(taken), last
 
+    def run(self) -> tuple[int, bytes] | None:
+        """The lines held, as a run like those the store keeps (first line, packed hashes); None if none."""
+        return (self.first_line, _packed(self.hashes)) if self.hashes else None
+
     @classmethod
     def of_kept(cls, kept: Kept) -> LineHashes:
         """The kept part's lines, to be committed again as the first lines of the next generation

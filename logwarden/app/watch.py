@@ -325,7 +325,7 @@ class Watcher:
         followed = {t.key for t in self.tails.values()}
         found = resume_by_content(path, [k for k in self._known.values() if key_of(k) not in followed],
                                   name=self._name(path), inode=file_id[1], head=head,
-                                  runs_of=lambda k: self.pipeline.store.line_hashes(*key_of(k)))
+                                  runs_of=lambda k: self.pipeline.line_hashes(key_of(k)))
         if found is None:
             return None
         own, verdict = found
@@ -460,7 +460,7 @@ class Watcher:
         self.tails.pop(tail.file_id, None)
         if not self._own_file(tail):
             return  # another file (a copy or a continuation had this inode, now reused): a new source
-        kept = kept_part(tail.path, self.pipeline.store.line_hashes(*tail.key))
+        kept = kept_part(tail.path, self.pipeline.line_hashes(tail.key))
         new = self._after_kept(tail, kept or Kept(0, 0, array("I"), 0))
         self.tails[tail.file_id] = new
         self._read(new, now)

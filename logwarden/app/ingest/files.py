@@ -51,6 +51,14 @@ def rotation_sort_key(name: str) -> tuple[str, int, str]:
     return (match["base"], -int(match["n"]), match["ext"] or "")
 
 
+def rotated_onward(old: str, new: str) -> bool:
+    """Is `new` a name logrotate moves a file called `old` to: auth.log → auth.log.1 or
+    auth.log-20240101, auth.log.1 → auth.log.2.gz? (Never back: auth.log.1 → auth.log is not.)"""
+    before, after = rotation_sort_key(old), rotation_sort_key(new)
+    return (before[0] == after[0] and after[1] < before[1]) or \
+        (new.startswith(old + "-") and _DATEEXT.match(new) is not None)
+
+
 def iter_files(paths: Sequence[str | Path], *, include: Sequence[str] = (),
                exclude: Sequence[str] = ()) -> Iterator[Path | ErrorRow]:
     """Yield every file under `paths` (absolute), sorted and de-duplicated.

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from logwarden.app.ingest.files import rotated_onward
 from logwarden.app.safetext import os_text
 
 FINGERPRINT_BYTES = 4096
@@ -133,8 +134,11 @@ def identify(known: Iterable[Known], *, name: str, inode: int, size: int, head: 
              compressed: bool) -> Known | None:
     """The known source a file continues, or None for a new file; `name` is what the file would be
     called as a new source (`source_name`). Prefers, in order: the same name and inode, the same
-    inode (renamed), then the longest fingerprint (the closest match)."""
-    matches = [k for k in known if continues(k, inode=inode, size=size, head=head, compressed=compressed)]
+    inode (renamed), then the longest fingerprint (the closest match). A source nothing was read
+    from has no content to compare, so its inode alone would take a new file on a deleted file's
+    reused inode for it: it is followed only to its own name or where rotation moves it."""
+    matches = [k for k in known if (k.offset > 0 or k.path == name or rotated_onward(k.path, name))
+               and continues(k, inode=inode, size=size, head=head, compressed=compressed)]
     if not matches:
         return None
     return max(matches, key=lambda k: (k.path == name and k.inode == inode, k.inode == inode,

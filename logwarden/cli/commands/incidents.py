@@ -184,7 +184,7 @@ def group_incidents(rules_only, llm_budget, db_url, as_json, **engine_kw):
 
 
 def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
-    from dataclasses import asdict
+    from dataclasses import fields
 
     from logwarden.app.backends import open_engine
     from logwarden.app.incidents.story import StoryWriter
@@ -194,4 +194,5 @@ def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
     budget = default_budget(llm_budget or get_settings().llm_budget, engine)
     writer = StoryWriter(store, engine, budget=budget, max_new_tokens=get_settings().max_new_tokens)
     stats = writer.write(incidents_found, limit=options.stories)
-    return {f"stories_{k}": v for k, v in asdict(stats).items()}
+    # not asdict: it rebuilds the reason Counter from its items, counting (reason, n) pairs
+    return {f"stories_{f.name}": getattr(stats, f.name) for f in fields(stats)}
