@@ -224,6 +224,19 @@ def test_incidents_split_by_key_and_disjoint_evidence():
     assert groups[0].floor == "high"
 
 
+def test_a_per_host_signal_on_one_addresss_lines_joins_that_addresss_incident_whatever_its_key():
+    """A spray rule counting accounts per host fires on one address's brute force too: the same lines
+    are one alert. Its lines spread over many addresses, it stands apart (the spray it is there for)."""
+    def sig(rule, key, lines, level="medium"):
+        return Signal(rule_id=rule, title=rule, level=level, category="brute_force", techniques=[], source="s",
+                      line_numbers=lines, key=key)
+
+    one_source = group_signals([sig("spray-host", "web01", [1, 2, 3]), sig("brute", "203.0.113.7", [1, 2, 3, 9], "high")])
+    assert [(g.key, sorted(s.rule_id for s in g.signals)) for g in one_source] == [("203.0.113.7", ["brute", "spray-host"])]
+    spread = group_signals([sig("brute", "203.0.113.7", [1, 2, 3], "high"), sig("spray-host", "web01", [1, 4, 5, 6])])
+    assert sorted(g.key for g in spread) == ["203.0.113.7", "web01"]
+
+
 def test_a_finding_raises_the_groups_its_evidence_overlaps_of_its_category():
     """One window, several incidents (a CloudTrail day): the finding that points at the root login and
     the trail being stopped raises both groups, not a third group of its category elsewhere."""
