@@ -144,6 +144,15 @@ def test_show_numbers_the_evidence_lines_under_their_key_fields(tmp_path):
     assert "param id=1 UNION SELECT user" in result.stdout
 
 
+def test_show_says_which_model_texts_were_rejected_and_why(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lw.db'}"
+    open_store(url).upsert_records([make_record(rejected={"anomaly": "empty", "recommendation": "instructions"})])
+    result = run("records", "show", ids(url)[0][:12], "--db", url)
+    assert result.exit_code == 0, result.output
+    assert ("the rules' kept — anomaly: empty or punctuation only; recommendation: a copy of the prompt's or "
+            "the schema's instructions") in result.stdout
+
+
 def test_review_needs_a_status_or_a_note(db):
     result = run("records", "review", ids(db)[0][:12], "--db", db)
     assert result.exit_code == 2 and "--status and/or --note" in result.output

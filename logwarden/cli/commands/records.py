@@ -15,6 +15,7 @@ from rich.table import Table
 
 from logwarden.app.config import get_settings
 from logwarden.app.pipeline import RunOptions
+from logwarden.app.textgate import rejected_note
 from logwarden.cli.common import (
     LEVEL_STYLES,
     db_option,
@@ -143,6 +144,8 @@ def _print_record(r: RiskRecord, store) -> None:
     _print_incident_of(r, store)
     for label, text in (("anomaly", r.anomaly), ("trace", r.trace), ("recommendation", r.recommendation)):
         echo(f"{label}: {text}")
+    if r.rejected:
+        echo(rejected_note(r.rejected))
     if r.techniques:
         echo("ATT&CK: " + ", ".join(f"{t.id} {t.name}".strip() for t in r.techniques))
     if r.detections:
