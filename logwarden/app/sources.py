@@ -106,7 +106,8 @@ def holds_what_was_read(path: Path, *, offset: int, tail_offset: int | None, tai
     nothing tells (no line read yet, a store from before line hashes)."""
     if tail_offset is None or tail_hash is None or offset <= 0:
         return True
-    reader = TailRead(path, start_offset=tail_offset, final_partial=False)
+    # final_partial: the line read last may be an unterminated one the reader took as final
+    reader = TailRead(path, start_offset=tail_offset, final_partial=True)
     for item in reader:
         return isinstance(item, LogLine) and item.end == offset and line_hash(item.text) == tail_hash
     return False
@@ -119,7 +120,7 @@ def kept_part(path: Path, runs: Sequence[tuple[int, bytes]]) -> Kept | None:
     if not runs or runs[0][0] != 1:
         return None
     expected = _expected(runs)
-    reader = TailRead(path, final_partial=False)
+    reader = TailRead(path, final_partial=True)  # an unterminated last line read as final was read
     hashes, tail = array(HASH_TYPE), 0
     for item in reader:
         if not isinstance(item, LogLine):
