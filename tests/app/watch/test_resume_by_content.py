@@ -220,3 +220,23 @@ def test_a_cut_seen_by_a_watcher_that_stops_before_anything_is_appended_is_not_r
         w.pipeline.finish()
         key = model.key("auth.log")
         assert stored(store) == {(*key, 0, n) for n in range(1, 61)} | {(*key, 1, n) for n in range(31, 41)}
+
+
+def test_an_unterminated_last_line_taken_as_final_is_not_read_again_after_a_restart_or_a_rotation(tmp_path):
+    """The watcher takes a quiet unterminated last line as final and commits it; after a restart the
+    file (renamed by rotation meanwhile) still holds what was read, that line included: it goes on
+    after it, not "cut to the lines before it" as a new generation reading it a second time."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "auth.log").write_text("".join(map(line, range(5))) + line(5).rstrip("\n"))
+    with open_store(f"sqlite:///{tmp_path / 'lw.db'}") as store:
+        w = watcher(store, folder, from_start=True, partial_timeout_s=0.1)
+        polls(w, 6)
+        w.pipeline.finish()
+        assert windows_line_count(store) == 6  # the unterminated line counted once it was quiet
+        os.rename(folder / "auth.log", folder / "auth.log.1")
+        w = watcher(store, folder, from_start=True, partial_timeout_s=0.1)
+        polls(w, 6)
+        w.pipeline.finish()
+        assert windows_line_count(store) == 6
+        assert {w.generation for w in store.list_windows()} == {0}
