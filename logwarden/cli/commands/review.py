@@ -9,12 +9,11 @@ import click
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
     db_option,
-    engine_options,
     err_console,
     handle_errors,
     json_option,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_store_from,
     print_json,
 )
@@ -23,8 +22,7 @@ from logwarden.cli.common import (
 @click.command()
 @click.option("--pending", is_flag=True, required=True,
               help="Review the prompts waiting in the store, most suspicious first (required: nothing else is reviewed).")
-@llm_budget_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @json_option
 @handle_errors

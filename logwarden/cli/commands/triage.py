@@ -13,12 +13,12 @@ from logwarden.app.safetext import from_os_bytes
 from logwarden.cli.common import (
     StopRequest,
     db_option,
-    engine_options,
     err_console,
     exit_at_once,
     handle_errors,
     json_option,
     make_engine_options,
+    model_options,
     open_store_from,
     print_json,
     sigma_option,
@@ -32,7 +32,7 @@ from logwarden.errors import InputError
 @click.option("--rules-only", is_flag=True, help="Only the deterministic detectors; no model.")
 @click.option("--no-store", is_flag=True, help="Do not store the resulting record(s).")
 @sigma_option
-@engine_options
+@model_options()
 @db_option
 @json_option
 @handle_errors

@@ -11,11 +11,10 @@ from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     db_option,
-    engine_options,
     err_console,
     handle_errors,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_store_from,
     sigma_option,
 )
@@ -32,13 +31,12 @@ from logwarden.cli.terminal import shown
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default=DEFAULT_LLM_POLICY, show_default=True,
               help="What the model reviews (as in analyze); it reviews beside the watcher, never in its way.")
-@llm_budget_option
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
 @click.option("--quiet", is_flag=True, help="Print only the new high/critical records (no status line).")
 @sigma_option
 @baseline_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @handle_errors
 def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
