@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from logwarden.app.backends import EngineOptions, open_engine
+from logwarden.app import backends
 from logwarden.app.config import Settings
 from logwarden.app.pipeline import Pipeline, RunMetrics, RunOptions
 from logwarden.app.review import ReviewItem
@@ -29,7 +29,7 @@ class PendingReview:
         return self.waiting - self.left
 
 
-def review_pending(store: Store, engine_options: EngineOptions, settings: Settings, *, llm_budget: str | None = None,
+def review_pending(store: Store, engine_options: backends.EngineOptions, settings: Settings, *, llm_budget: str | None = None,
                    on_loading: Callable[[int], None] = lambda waiting: None) -> PendingReview:
     """Review every waiting prompt the budget allows. The model is loaded only when something waits
     (`on_loading` is told how many first: loading takes a while)."""
@@ -38,7 +38,8 @@ def review_pending(store: Store, engine_options: EngineOptions, settings: Settin
         return PendingReview(waiting=0, left=0)
     options = RunOptions.from_settings(settings, max_batch=engine_options.max_batch, llm_budget=llm_budget)
     on_loading(waiting)
-    pipeline = Pipeline(store, open_engine(engine_options), options, command="review --pending")
+    engine = backends.open_engine(engine_options)  # looked up when called, as the commands do: a test may stand in
+    pipeline = Pipeline(store, engine, options, command="review --pending")
     pipeline.review([ReviewItem.from_json(item) for item in store.pending_reviews()])
     pipeline.group()  # the incidents around the reviewed records, and their stories
     metrics = pipeline.finish()
