@@ -12,9 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from logwarden.app.detect import load_sources
 from logwarden.app.grounding import ground
-from logwarden.app.triage import PartsStream, Triage, prepare
+from logwarden.app.triage import PartsStream, Triage, assess
 from logwarden.schemas import RiskRecord
 
 if TYPE_CHECKING:
@@ -42,9 +41,9 @@ class Explanation:
 def explain(record: RiskRecord, engine: Engine, options: RunOptions) -> Explanation:
     """Start streaming the model's explanation of `record` (iterate `.stream`)."""
     lines = [e.text for e in record.evidence.exemplars] or [record.anomaly]
-    triage = prepare("\n".join(lines), budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens,
-                     rules=load_sources(options.rules))
-    return Explanation(record, triage, triage.stream(engine, max_new_tokens=options.max_new_tokens))
+    assessment = assess("\n".join(lines), options, engine)
+    assert assessment.stream is not None  # an engine was given: the answer streams
+    return Explanation(record, assessment.triage, assessment.stream)
 
 
 def _parsed(text: str):

@@ -4,7 +4,8 @@ Owns: turning a snippet into one window (same parse → mine → detect → dige
 batch analysis, so rules set the floor here too — `prepare_lines` is that path for any list of
 lines, also used by the training-set generator), streaming the model's answer (a snippet whose
 rare lines need several prompts streams them one after another), and building the records.
-Used by `logwarden triage` and the UI's triage page. Knows nothing of terminals or pages.
+`assess` is the one way a snippet is assessed with a run's rules and budgets: `logwarden triage`,
+the UI's triage page and `app/explain.py` all call it. Knows nothing of terminals or pages.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import dataclasses
 import hashlib
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from logwarden.app.config import declared
-from logwarden.app.detect import Detector, RuleSet, shipped_ruleset
+from logwarden.app.detect import Detector, RuleSet, load_sources, shipped_ruleset
 from logwarden.app.digest import Digest, DigestPart, build_digest
 from logwarden.app.events import LogLine, Signal
 from logwarden.app.mine import SourceMiner, Window, windows
@@ -23,6 +25,9 @@ from logwarden.app.parse import parse_stream
 from logwarden.app.postprocess import LLMResult, Provenance, build_records, result_of
 from logwarden.engine.api import CountTokens, Engine, Generation, Request, TextStream, approx_tokens
 from logwarden.schemas.record import RiskRecord
+
+if TYPE_CHECKING:
+    from logwarden.app.pipeline import RunOptions
 
 MAX_SNIPPET_LINES = 2000
 SNIPPET_SOURCE = "pasted lines"  # how the digest names a snippet without a file name
@@ -81,6 +86,28 @@ class Triage:
     def records(self, stream: PartsStream | None, engine: Engine | None) -> list[RiskRecord]:
         """Records of the snippet; a rules-only record when the model failed. May be empty (benign)."""
         return build_records(self.window, self.signals, self.results(stream), Provenance.of(engine))
+
+
+@dataclass(slots=True)
+class Assessment:
+    """A snippet being assessed: read `stream` (None: rules only) to its end, then take `records()`."""
+
+    triage: Triage
+    stream: PartsStream | None
+    engine: Engine | None
+
+    def records(self) -> list[RiskRecord]:
+        return self.triage.records(self.stream, self.engine)
+
+
+def assess(text: str, options: RunOptions, engine: Engine | None = None) -> Assessment:
+    """Start assessing a snippet with the run's rules, prompt budget and answer length; with an
+    `engine` the model's answer streams as `stream` is read, without one the rules decide alone."""
+    triage = prepare(text, budget_tokens=options.prompt_token_budget,
+                     count_tokens=engine.count_tokens if engine is not None else approx_tokens,
+                     rules=load_sources(options.rules))
+    stream = triage.stream(engine, max_new_tokens=options.max_new_tokens) if engine is not None else None
+    return Assessment(triage, stream, engine)
 
 
 def prepare(text: str, *, budget_tokens: int = declared("prompt_token_budget"), count_tokens: CountTokens = approx_tokens,

@@ -87,8 +87,20 @@ def baseline_option(func: Callable) -> Callable:
                              "learn = learn everything, report nothing; off. Default: LOGWARDEN_BASELINE, judge.")(func)
 
 
+def model_options(*, budget: bool = False) -> Callable[[Callable], Callable]:
+    """The one decorator of every command that asks the model: which backend and model, and how
+    (`engine_options`; the command takes them as `**engine_kw`, for `make_engine_options`), and
+    with `budget` how much model work (`--llm-budget`: the commands whose work queues for review)."""
+
+    def decorate(func: Callable) -> Callable:
+        func = engine_options(func)
+        return llm_budget_option(func) if budget else func
+
+    return decorate
+
+
 def engine_options(func: Callable) -> Callable:
-    """The options that choose and tune the model backend (shared by analyze, triage, watch, eval)."""
+    """The options that choose and tune the model backend (`model_options` gives them to a command)."""
     options = [
         click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True,
                      help="local = in-process engine (see --engine); openai = OpenAI-compatible server(s)."),

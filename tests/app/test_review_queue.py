@@ -18,6 +18,8 @@ from click.testing import CliRunner
 
 from logwarden.app import backends
 from logwarden.app.baseline.learn import learn_paths
+from logwarden.app.config import Settings
+from logwarden.app.pending import review_pending
 from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.review import Budget
 from logwarden.app.store import RecordFilter, open_store
@@ -164,6 +166,25 @@ def test_the_budget_leaves_prompts_awaiting_review_and_review_pending_answers_th
     assert all(r.risk_level == "info" for r in deviation_records(store))
     ids = [r.id for r in store.query_records(RecordFilter(), limit=1000)]
     assert len(ids) == len(set(ids))
+
+
+def test_review_pending_says_how_many_wait_before_it_loads_the_model_and_reviews_them(site, monkeypatch):
+    store, today = site
+    run(store, reviewer(), today, window_max_lines=10, max_batch=1, llm_budget="1tok")
+    engine, told = reviewer(), []
+    monkeypatch.setattr(backends, "open_engine", lambda _options: told.append("loaded") or engine)
+    done = review_pending(store, backends.EngineOptions(max_batch=1), Settings(), llm_budget="unlimited",
+                          on_loading=told.append)
+    assert told == [3, "loaded"] and (done.waiting, done.reviewed, done.left) == (3, 3, 0)
+    assert done.metrics is not None and done.metrics.llm_calls == sum(map(len, review_calls(engine))) == 3
+
+
+def test_review_pending_loads_no_model_when_nothing_waits(tmp_path, monkeypatch):
+    opened = []
+    monkeypatch.setattr(backends, "open_engine", opened.append)
+    done = review_pending(open_store(f"sqlite:///{tmp_path / 'empty.db'}"), backends.EngineOptions(), Settings(),
+                          on_loading=opened.append)
+    assert (done.waiting, done.left, done.metrics, opened) == (0, 0, None, [])
 
 
 def test_a_kill_during_the_review_loses_no_ingested_line_and_a_resume_finishes_it(site):

@@ -128,3 +128,17 @@ def test_run_options_take_every_run_setting_from_the_settings(monkeypatch):
     assert (options.max_new_tokens, options.max_batch, options.prompt_token_budget) == (11, 5, 333)
     assert (options.window_max_lines, options.window_max_gap_s, options.quiet_final_s) == (99, 12.5, 7)
     assert options.node == "given"  # a given option wins; None means "not given"
+
+
+def test_watch_options_take_the_watch_settings_and_a_given_option_wins(monkeypatch):
+    from logwarden.app.follow import WatchOptions
+
+    for name, value in (("WATCH_MAX_BATCH", "42"), ("WATCH_MAX_DELAY_MS", "1234"), ("WATCH_PARTIAL_LINE_TIMEOUT_S", "7"),
+                        ("MAX_NEW_TOKENS", "11"), ("NODE", "web01")):
+        monkeypatch.setenv(f"LOGWARDEN_{name}", value)
+    options = WatchOptions.from_settings(Settings(), rules_only=True)
+    assert (options.batch_lines, options.max_delay_ms, options.partial_timeout_s) == (42, 1234, 7)
+    assert (options.run.max_new_tokens, options.run.node, options.run.rules_only) == (11, "web01", True)
+    assert options.run.commit_every_windows is None  # a batch's records and its offset land in one transaction
+    given = WatchOptions.from_settings(Settings(), batch_lines=5, max_delay_ms=10, from_start=True, node="given")
+    assert (given.batch_lines, given.max_delay_ms, given.from_start, given.run.node) == (5, 10, True, "given")

@@ -28,13 +28,12 @@ from logwarden.cli.common import (
     StopRequest,
     baseline_option,
     db_option,
-    engine_options,
     err_console,
     exit_at_once,
     handle_errors,
     json_option,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_for_writing,
     open_store_from,
     print_json,
@@ -54,7 +53,6 @@ from logwarden.errors import RunStopped
                    "deviations' own lines (rules' lines are summary rows); signals = those and windows a rule fired "
                    "on; suspicious = those and quiet windows with alarming words and a 1-in-20 sample; all = every "
                    "window (the last three show rare lines too).")
-@llm_budget_option
 @click.option("--include", multiple=True, help="Glob of files to include (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to exclude (repeatable).")
 @click.option("--max-batch", type=int, default=None, help="Most prompts per model call (default: LOGWARDEN_MAX_BATCH, 8).")
@@ -76,7 +74,7 @@ from logwarden.errors import RunStopped
                    "in this run, else of the run, else the file's modification time; the summary says which.")
 @sigma_option
 @baseline_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @json_option
 @handle_errors

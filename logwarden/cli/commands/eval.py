@@ -28,11 +28,11 @@ from logwarden.app.evaluate import (
 from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES, RunOptions
 from logwarden.cli.common import (
     baseline_option,
-    engine_options,
     err_console,
     handle_errors,
     json_option,
     make_engine_options,
+    model_options,
     print_json,
     sigma_option,
 )
@@ -61,7 +61,7 @@ from logwarden.cli.terminal import add_row
 @click.option("--seed", type=int, default=7, show_default=True, help="The interleaving's seed (with --history-share).")
 @sigma_option
 @baseline_option
-@engine_options
+@model_options()
 @json_option
 @handle_errors
 def eval_command(labels_path: Path, paths, rules_only: bool, llm_policy: str, split_path: Path | None, side: str,

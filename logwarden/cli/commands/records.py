@@ -20,11 +20,11 @@ from logwarden.cli.common import (
     LEVEL_STYLES,
     db_option,
     db_origin,
-    engine_options,
     err_console,
     handle_errors,
     json_option,
     make_engine_options,
+    model_options,
     open_store_from,
     out_console,
     print_json,
@@ -221,7 +221,7 @@ def _echo_shown(text: str) -> None:
 
 @records.command("explain")
 @click.argument("record_id")
-@engine_options
+@model_options()
 @db_option
 @json_option
 @handle_errors

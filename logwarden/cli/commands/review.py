@@ -9,12 +9,11 @@ import click
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
     db_option,
-    engine_options,
     err_console,
     handle_errors,
     json_option,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_store_from,
     print_json,
 )
@@ -23,36 +22,29 @@ from logwarden.cli.common import (
 @click.command()
 @click.option("--pending", is_flag=True, required=True,
               help="Review the prompts waiting in the store, most suspicious first (required: nothing else is reviewed).")
-@llm_budget_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @json_option
 @handle_errors
 def review(pending, llm_budget, db_url, as_json, **engine_kw):
     """Let the model review what is awaiting review (a run's budget ran out), within a budget."""
-    from logwarden.app.backends import open_engine
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pending import review_pending
 
-    store = open_store_from(db_url, readonly=False)
-    waiting = store.count_reviews()
-    if not waiting:
+    done = review_pending(open_store_from(db_url, readonly=False), make_engine_options(engine_kw), get_settings(),
+                          llm_budget=llm_budget, on_loading=_loading)
+    m = done.metrics
+    if m is None:
         _report({"reviewed": 0, "awaiting_review": 0}, as_json, "nothing awaits review")
         return
-    engine_opts = make_engine_options(engine_kw)
-    options = RunOptions.from_settings(get_settings(), max_batch=engine_opts.max_batch, llm_budget=llm_budget)
-    err_console.print(f"loading model … ({waiting:,} prompt(s) await review)", highlight=False)
-    pipeline = Pipeline(store, open_engine(engine_opts), options, command="review --pending")
-    from logwarden.app.review import ReviewItem
+    _report({"reviewed": done.reviewed, "awaiting_review": done.left, "model_calls": m.llm_calls,
+             "model_failures": m.llm_failures, "judged_normal": m.deviations_dismissed,
+             "budget": m.budget, "prompt_tokens": m.prompt_tokens}, as_json,
+            f"reviewed {done.reviewed:,} of {done.waiting:,} waiting prompt(s); {done.left:,} still await review")
+    sys.exit(1 if m.llm_failures else 0)
 
-    pipeline.review([ReviewItem.from_json(item) for item in store.pending_reviews()])
-    pipeline.group()  # the incidents around the reviewed records, and their stories
-    metrics = pipeline.finish()
-    left = store.count_reviews()
-    _report({"reviewed": waiting - left, "awaiting_review": left, "model_calls": metrics.llm_calls,
-             "model_failures": metrics.llm_failures, "judged_normal": metrics.deviations_dismissed,
-             "budget": metrics.budget, "prompt_tokens": metrics.prompt_tokens}, as_json,
-            f"reviewed {waiting - left:,} of {waiting:,} waiting prompt(s); {left:,} still await review")
-    sys.exit(1 if metrics.llm_failures else 0)
+
+def _loading(waiting: int) -> None:
+    err_console.print(f"loading model … ({waiting:,} prompt(s) await review)", highlight=False)
 
 
 def _report(report: dict, as_json: bool, line: str) -> None:

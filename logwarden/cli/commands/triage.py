@@ -13,12 +13,12 @@ from logwarden.app.safetext import from_os_bytes
 from logwarden.cli.common import (
     StopRequest,
     db_option,
-    engine_options,
     err_console,
     exit_at_once,
     handle_errors,
     json_option,
     make_engine_options,
+    model_options,
     open_store_from,
     print_json,
     sigma_option,
@@ -32,50 +32,49 @@ from logwarden.errors import InputError
 @click.option("--rules-only", is_flag=True, help="Only the deterministic detectors; no model.")
 @click.option("--no-store", is_flag=True, help="Do not store the resulting record(s).")
 @sigma_option
-@engine_options
+@model_options()
 @db_option
 @json_option
 @handle_errors
 def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw):
     """Assess one log line or snippet (argument, or '-' / nothing for stdin), streaming the answer."""
-    from logwarden.app.detect import ruleset_for
     from logwarden.app.pipeline import RunOptions
-    from logwarden.app.triage import prepare
-    from logwarden.engine.api import approx_tokens
+    from logwarden.app.triage import assess
 
     snippet = _read_snippet(text)
     engine_opts = make_engine_options(engine_kw)
-    options = RunOptions.from_settings(get_settings(), rules_only=rules_only, max_batch=engine_opts.max_batch)
+    options = RunOptions.from_settings(get_settings(), rules_only=rules_only, max_batch=engine_opts.max_batch,
+                                       sigma=sigma_paths)
     engine = None
     if not rules_only:
         from logwarden.app.backends import open_engine
 
         engine = open_engine(engine_opts)
-    prepared = prepare(snippet, budget_tokens=options.prompt_token_budget,
-                       count_tokens=engine.count_tokens if engine else approx_tokens,
-                       rules=ruleset_for(sigma_paths, get_settings()))
-    stream = None
-    if engine is not None:
-        stream = prepared.stream(engine, max_new_tokens=options.max_new_tokens)
-        out = sys.stderr if as_json else sys.stdout
-        stop = StopRequest(engine.cancel)  # Ctrl-C / SIGTERM cancel the answer
-        with stop.installed():
-            for piece in stream:
-                out.write(shown_block(piece))  # the model may repeat what the log said: shown, never obeyed
-                out.flush()
-        if stop.signum is not None:
-            err_console.print(f"\nstopped by {signal.Signals(stop.signum).name}: the answer was cancelled, nothing "
-                              "stored", highlight=False)
-            exit_at_once(128 + stop.signum)
-        out.write("\n")
-        _print_stats(stream)
-    records = prepared.records(stream, engine)
+    assessment = assess(snippet, options, engine)
+    if assessment.stream is not None:
+        _print_stream(assessment.stream, out=sys.stderr if as_json else sys.stdout, engine=engine)
+    records = assessment.records()
     if not no_store:
         open_store_from(db_url).upsert_records(records)
     if as_json:
-        print_json(_report(prepared, stream, records))
+        print_json(_report(assessment, records))
         return
     _print_records(records)
+
+
+def _print_stream(stream, *, out, engine) -> None:
+    """The answer as it streams, then its stats; a stop (Ctrl-C, SIGTERM) cancels it and exits."""
+    stop = StopRequest(engine.cancel)
+    with stop.installed():
+        for piece in stream:
+            out.write(shown_block(piece))  # the model may repeat what the log said: shown, never obeyed
+            out.flush()
+    if stop.signum is not None:
+        err_console.print(f"\nstopped by {signal.Signals(stop.signum).name}: the answer was cancelled, nothing "
+                          "stored", highlight=False)
+        exit_at_once(128 + stop.signum)
+    out.write("\n")
+    _print_stats(stream)
 
 
 def _read_snippet(text: str | None) -> str:
@@ -100,9 +99,10 @@ def _print_stats(stream) -> None:
                       f"prompt {s.prompt_tokens} tokens ({s.cached_prefix_tokens} cached)", highlight=False)
 
 
-def _report(prepared, stream, records) -> dict:
+def _report(assessment, records) -> dict:
     """Everything triage knows, every time: the verdict, the model's answer as it gave it (whatever
     its schema), the generation's stats, and the records (none when benign)."""
+    prepared, stream = assessment.triage, assessment.stream
     generation = stream.generation if stream is not None else None
     answer = _parsed(generation.text) if generation is not None else None
     return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import functools
 
 import click
 
@@ -11,11 +11,10 @@ from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     db_option,
-    engine_options,
     err_console,
     handle_errors,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_store_from,
     sigma_option,
 )
@@ -32,48 +31,39 @@ from logwarden.cli.terminal import shown
 @click.option("--max-seconds", type=float, default=None, help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--llm-policy", type=click.Choice(LLM_POLICIES), default=DEFAULT_LLM_POLICY, show_default=True,
               help="What the model reviews (as in analyze); it reviews beside the watcher, never in its way.")
-@llm_budget_option
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
 @click.option("--quiet", is_flag=True, help="Print only the new high/critical records (no status line).")
 @sigma_option
 @baseline_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @handle_errors
 def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
           quiet, sigma_paths, baseline_mode, db_url, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
     Each new high or critical record is printed on stdout as one line as it is stored."""
-    from logwarden.app.pipeline import Pipeline, RunOptions
-    from logwarden.app.watch import Watcher, stop_signals
+    from logwarden.app.follow import WatchOptions, follow
 
-    settings = get_settings()
     engine_opts = make_engine_options(engine_kw)
     engine = None
     if not rules_only:
         from logwarden.app.backends import open_engine
 
         engine = open_engine(engine_opts)
-    options = RunOptions.from_settings(settings, rules_only=rules_only, max_batch=engine_opts.max_batch,
-                                       node=node, sigma=sigma_paths, baseline=baseline_mode, llm_policy=llm_policy,
-                                       llm_budget=llm_budget)
-    options.commit_every_windows = None  # a batch's records and its offset land in one transaction
-    # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
-    # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
-    stop = threading.Event()
-    with stop_signals(lambda _signum: stop.set()):
-        pipeline = Pipeline(open_store_from(db_url), engine, options, command="watch " + " ".join(folders),
-                            on_stored=_print_alerts)
-        watcher = Watcher(folders, pipeline, max_batch=batch_lines or settings.watch_max_batch,
-                          max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
-                          partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start,
-                          status=None if quiet else _status_printer(), node=options.node, stop=stop)
-        if not quiet:
-            err_console.print(f"watching {shown(', '.join(folders))} (Ctrl-C to stop)", highlight=False, markup=False)
-        stats = watcher.run(max_seconds=max_seconds)
+    options = WatchOptions.from_settings(get_settings(), batch_lines=batch_lines, max_delay_ms=max_delay_ms,
+                                         from_start=from_start, rules_only=rules_only,
+                                         max_batch=engine_opts.max_batch, node=node, sigma=sigma_paths,
+                                         baseline=baseline_mode, llm_policy=llm_policy, llm_budget=llm_budget)
+    stats = follow(folders, lambda: open_store_from(db_url), engine, options, max_seconds=max_seconds,
+                   on_stored=_print_alerts, status=None if quiet else _status_printer(),
+                   on_started=None if quiet else functools.partial(_print_watching, folders))
     if not quiet:
         err_console.print(f"\nstopped: {shown(stats.line(0))}", highlight=False, markup=False)
+
+
+def _print_watching(folders) -> None:
+    err_console.print(f"watching {shown(', '.join(folders))} (Ctrl-C to stop)", highlight=False, markup=False)
 
 
 ALERT_LEVELS = ("high", "critical")

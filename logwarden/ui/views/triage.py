@@ -1,8 +1,8 @@
 """Triage page: paste a line or snippet, watch the assessment stream in, store the records.
 
-Runs the same parse → detect → digest path as batch analysis (`logwarden.app.triage`), so rules
-set the floor here too. Rules-only is the default because loading the model takes a while.
-Knows nothing of the engine's internals.
+Runs the same parse → detect → digest path as batch analysis (`logwarden.app.triage.assess`, as
+`logwarden triage` does), so rules set the floor here too. Rules-only is the default because
+loading the model takes a while. Knows nothing of the engine's internals.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from logwarden.app.config import get_settings
-from logwarden.app.detect import load_sources, ruleset_for
 from logwarden.app.pipeline import RunOptions
-from logwarden.app.triage import Triage, prepare
+from logwarden.app.triage import assess
 from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
 from logwarden.ui import data
@@ -38,23 +37,21 @@ def render() -> None:
 
 def _assess(text: str, use_model: bool) -> list[RiskRecord] | None:
     try:
-        return _assess_with_model(text) if use_model else prepare(text, rules=ruleset_for((), get_settings())).records(None, None)
+        engine = _engine() if use_model else None
+        assessment = assess(text, RunOptions.from_settings(get_settings()), engine)
+        if assessment.stream is not None:
+            st.caption("Model output (streamed)")
+            show_stream(assessment.stream, st.empty())
+        return assessment.records()
     except LogwardenError as exc:
         st.error(str(exc))
         return None
 
 
-def _assess_with_model(text: str) -> list[RiskRecord]:
-    from logwarden.ui.model import get_engine
+def _engine():
+    from logwarden.ui.model import get_engine  # loads the model: only when the analyst asks for it
 
-    engine = get_engine()
-    options = RunOptions.from_settings(get_settings())
-    triage: Triage = prepare(text, budget_tokens=options.prompt_token_budget, count_tokens=engine.count_tokens,
-                             rules=load_sources(options.rules))
-    st.caption("Model output (streamed)")
-    stream = triage.stream(engine, max_new_tokens=options.max_new_tokens)
-    show_stream(stream, st.empty())
-    return triage.records(stream, engine)
+    return get_engine()
 
 
 def show_stream(pieces, placeholder) -> str:
