@@ -214,25 +214,31 @@ class Window:
         return self._host[0]
 
 
-def _gap_seconds(a: datetime | None, b: datetime | None) -> float:
+def _forward_gap_s(a: datetime | None, b: datetime | None) -> float:
+    """How far `b` lies after `a` (0 when before, or when the two cannot be compared)."""
     if a is None or b is None or (a.tzinfo is None) != (b.tzinfo is None):
         return 0.0
-    return abs((b - a).total_seconds())
+    return max(0.0, (b - a).total_seconds())
 
 
 def windows(events: Iterable[Event], miner: SourceMiner, *, source: str, inode: int, fmt: str,
             max_lines: int = 2000, max_gap_s: float = 300.0, generation: int = 0) -> Iterator[Window]:
-    """Mine every event and cut the stream into windows at a time gap or the size budget."""
+    """Mine every event and cut the stream into windows at a time gap or the size budget.
+
+    The gap is measured forward from the latest time the window holds: a line dated earlier (a late
+    write, a clock stepped back, or a sample whose lines are not in time order, as loghub's are)
+    joins the window instead of cutting it; time moving on by more than `max_gap_s` cuts."""
     current = Window(source, inode, fmt, generation=generation)
-    last_ts: datetime | None = None
+    latest: datetime | None = None
     for event in events:
         ts = event.ts
-        gap = 0.0 if ts is last_ts else _gap_seconds(last_ts, ts)  # syslog lines of one second share one time
+        gap = 0.0 if ts is latest else _forward_gap_s(latest, ts)  # syslog lines of one second share one time
         if current.events and (len(current.events) >= max_lines or gap > max_gap_s):
             yield current
-            current = Window(source, inode, fmt, generation=generation)
+            current, latest = Window(source, inode, fmt, generation=generation), None
         current.events.append(event)
         current.cluster_ids.append(miner.add(mined_text(event)))
-        last_ts = ts or last_ts
+        if ts is not None and (latest is None or _forward_gap_s(latest, ts) > 0):
+            latest = ts
     if current.events:
         yield current
