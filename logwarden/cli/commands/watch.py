@@ -7,7 +7,7 @@ import threading
 import click
 
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES
+from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     db_option,
@@ -46,7 +46,8 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
     Each new high or critical record is printed on stdout as one line as it is stored."""
     from logwarden.app.pipeline import Pipeline, RunOptions
-    from logwarden.app.watch import Watcher, stop_signals
+    from logwarden.app.signals import stop_signals
+    from logwarden.app.watch import Watcher
 
     settings = get_settings()
     engine_opts = make_engine_options(engine_kw)
@@ -59,6 +60,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
                                        node=node, sigma=sigma_paths, baseline=baseline_mode, llm_policy=llm_policy,
                                        llm_budget=llm_budget)
     options.commit_every_windows = None  # a batch's records and its offset land in one transaction
+    options.incremental = True  # incidents follow each batch; the review runs beside the watcher
     # A stop (Ctrl-C, a service manager's SIGTERM) counts from the moment the run is made: one during
     # set-up ends the run `stopped` with exit 0, as it would a minute later, rather than `aborted`.
     stop = threading.Event()
