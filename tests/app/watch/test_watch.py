@@ -23,7 +23,8 @@ def setup(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
-    pipeline = Pipeline(store, None, RunOptions(rules_only=True, commit_every_windows=None, incremental=True), command="watch")
+    options = RunOptions(rules_only=True, commit_every_windows=None, incremental=True)
+    pipeline = Pipeline(store, None, options, command="watch")
     watcher = Watcher([folder], pipeline, max_batch=50, max_delay_ms=0, partial_timeout_s=0.3, from_start=True)
     return folder, store, watcher
 
