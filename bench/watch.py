@@ -37,7 +37,8 @@ def pipeline(url: str, engine=None, *, batch: bool = False):
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import open_store
 
-    options = RunOptions(rules_only=engine is None, commit_every_windows=64 if batch else None)
+    options = RunOptions(rules_only=engine is None, commit_every_windows=64 if batch else None,
+                         incremental=not batch)
     return Pipeline(open_store(url), engine, options, command="bench")
 
 

@@ -24,7 +24,8 @@ def append(path: Path, start: int, n: int) -> int:
 
 
 def watcher(store, folder: Path, *, from_start: bool = False, partial_timeout_s: float = 0.3) -> Watcher:
-    pipeline = Pipeline(store, None, RunOptions(rules_only=True, commit_every_windows=None), command="watch")
+    options = RunOptions(rules_only=True, commit_every_windows=None, incremental=True)
+    pipeline = Pipeline(store, None, options, command="watch")
     return Watcher([folder], pipeline, max_batch=50, max_delay_ms=0, partial_timeout_s=partial_timeout_s,
                    from_start=from_start)
 

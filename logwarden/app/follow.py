@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from logwarden.app.config import Settings, declared
 from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.signals import stop_signals
 from logwarden.app.store import Store
-from logwarden.app.watch import Watcher, WatchStats, stop_signals
+from logwarden.app.watch import Watcher, WatchStats
 from logwarden.engine.api import Engine
 
 
@@ -35,6 +36,7 @@ class WatchOptions:
         `RunOptions.from_settings` takes them."""
         options = RunOptions.from_settings(settings, **run)
         options.commit_every_windows = None  # a batch's records and its offset land in one transaction
+        options.incremental = True  # incidents follow each batch; the review runs beside the watcher
         return cls(options, batch_lines=batch_lines or settings.watch_max_batch,
                    max_delay_ms=max_delay_ms or settings.watch_max_delay_ms,
                    partial_timeout_s=settings.watch_partial_line_timeout_s, from_start=from_start)

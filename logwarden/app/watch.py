@@ -13,7 +13,8 @@ followed its folder is tailed from its end (unless `from_start`); anything that 
 also while the watcher was down — is read from line 1.
 
 Also owns holding back an unterminated last line until it is completed or has been quiet for a
-while, batching lines by size and delay, and clean shutdown on SIGINT/SIGTERM. A batch's records
+while, batching lines by size and delay, and clean shutdown on SIGINT/SIGTERM (app/signals.py);
+a followed file's state and a bounded read of it are app/tails.py's. A batch's records
 and the source position after it are committed in one transaction by the pipeline, so a crash at
 any point loses nothing and duplicates nothing. watchdog events wake the loop early; a periodic
 scan makes missed events harmless. Knows nothing of parsing or the model.
@@ -23,23 +24,19 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from watchdog.events import FileSystemEventHandler
 from watchdog.observers import Observer
 
-from logwarden.app.events import ErrorRow, LogLine
+from logwarden.app.events import ErrorRow
 from logwarden.app.ingest import (
-    Fingerprint,
     TailRead,
-    fingerprint_of,
     identify,
     is_compressed,
     iter_files,
@@ -50,81 +47,14 @@ from logwarden.app.ingest import (
     undecided,
 )
 from logwarden.app.pipeline import Pipeline
-from logwarden.app.sources import Kept, holds_what_was_read, kept_part, line_hash, resume_by_content
+from logwarden.app.signals import stop_signals
+from logwarden.app.sources import Kept, holds_what_was_read, kept_part, resume_by_content
 from logwarden.app.store import SourceState
+from logwarden.app.tails import READ_BATCHES, FileId, Key, Look, Tail, end_of, stat_of, take
 from logwarden.errors import InputError, RunStopped
 
 log = logging.getLogger(__name__)
 SCAN_INTERVAL_S = 1.0
-# One read takes at most this many batches' worth of lines, and at most READ_CHARS of text
-# (bounded memory even for 64 KiB lines). 20 batches, not 4: fewer reopen/fingerprint round trips
-# per catch-up (bench/watch.py: ~10% more lines per CPU second).
-READ_BATCHES = 20
-READ_CHARS = 16 * 1024 * 1024
-
-FileId = tuple[int, int]  # (st_dev, st_ino): inodes are unique per device only
-Look = tuple[int, int]  # (st_size, st_mtime_ns): has the file changed since the last look?
-Key = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
-
-
-@dataclass(slots=True)
-class Tail:
-    """One followed file. `source`, `inode` and `generation` name the content being read (the file
-    as first seen); `path` and `file_id` are where it is now (a compressed or copied continuation
-    has another name and inode)."""
-
-    source: str
-    inode: int
-    generation: int
-    path: Path
-    file_id: FileId
-    offset: int
-    next_line: int
-    fingerprint: Fingerprint | None = None
-    fmt: str | None = None
-    compressed: bool = False
-    seen: tuple[int, int] | None = None  # (size, mtime_ns) when last looked at
-    read_at: tuple[int, int] | None = None  # … when last read to its end
-    behind: bool = False  # the last read stopped early: more is there
-    partial: bool = False  # an unterminated last line is held back
-    broken: bool = False  # unreadable (binary, permissions): reported once, not read again
-    pending: list[LogLine] = field(default_factory=list)
-    pending_since: float = 0.0
-    pending_end: int = 0
-    pending_next_line: int = 0
-    pending_fingerprint: Fingerprint | None = None
-    last_growth: float = field(default_factory=time.monotonic)
-    last: tuple[int, int] | None = None  # (offset, hash) of the last line read (app/sources.py)
-
-    @property
-    def key(self) -> Key:
-        return (self.source, self.inode, self.generation)
-
-    @property
-    def position(self) -> tuple[int, int, Fingerprint | None]:
-        """Where the next read starts: after the pending lines, if any."""
-        if self.pending:
-            return self.pending_end, self.pending_next_line, self.pending_fingerprint
-        return self.offset, self.next_line, self.fingerprint
-
-    def state(self) -> SourceState:
-        fp = self.fingerprint
-        return SourceState(path=self.source, inode=self.inode, generation=self.generation, offset=self.offset,
-                           line_no=self.next_line - 1, format=self.fmt, fingerprint=fp.digest if fp else None,
-                           fingerprint_len=fp.length if fp else 0, fingerprint_prefix=fp.prefix if fp else None)
-
-
-class _Batch(list):
-    """Lines handed to the pipeline, with the position to persist after them (TailRead's names)."""
-
-    changed = False
-
-    def __init__(self, lines: Sequence[LogLine], end_offset: int, next_line_no: int,
-                 fingerprint: Fingerprint | None):
-        super().__init__(lines)
-        self.end_offset = end_offset
-        self.next_line_no = next_line_no
-        self.fingerprint = fingerprint
 
 
 @dataclass(slots=True)
@@ -140,22 +70,6 @@ class WatchStats:
         errors = f" errors {self.errors:,}" if self.errors else ""
         return (f"lines {self.lines:,} ({rate:,.0f}/s) batches {self.batches:,} queued {queue:,}{errors} "
                 f"last: {self.last_record}")
-
-
-@contextmanager
-def stop_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
-    """Inside the block, SIGINT and SIGTERM call `on_signal(signum)` (a request to stop) instead of
-    their handlers. Outside the main thread, where Python cannot set handlers, signals stay as they are."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, lambda signum, _frame: on_signal(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 class _Wake(FileSystemEventHandler):
@@ -314,9 +228,7 @@ class Watcher:
         if key_of(found) in {t.key for t in self.tails.values()}:
             return None
         log.info("%s continues %s from line %d", path, found.path, found.line_no + 1)
-        last = (found.tail_offset, found.tail_hash) if found.tail_offset is not None else None
-        return Tail(found.path, found.inode, found.generation, path, file_id, found.offset, found.line_no + 1,
-                    fingerprint=fingerprint_of(found), fmt=found.format, compressed=compressed, last=last)
+        return Tail.continuing(found, path, file_id, compressed=compressed)
 
     def _own_source(self, path: Path, file_id: FileId, head: bytes) -> Tail | None:
         """The source the file is by its inode (`sources.resume_by_content`), checked by content: where it
@@ -325,27 +237,21 @@ class Watcher:
         followed = {t.key for t in self.tails.values()}
         found = resume_by_content(path, [k for k in self._known.values() if key_of(k) not in followed],
                                   name=self._name(path), inode=file_id[1], head=head,
-                                  runs_of=lambda k: self.pipeline.line_hashes(key_of(k)))
+                                  runs_of=lambda k: self.pipeline.positions.line_hashes(key_of(k)))
         if found is None:
             return None
         own, verdict = found
-        tail = Tail(own.path, own.inode, own.generation, path, file_id, own.offset, own.line_no + 1,
-                    fingerprint=fingerprint_of(own), fmt=own.format, last=(own.tail_offset, own.tail_hash))
-        if verdict is not True:
-            tail = self._after_kept(tail, verdict)
-        return tail
+        tail = Tail.continuing(own, path, file_id)  # (its tail_offset is known: resume_by_content decided)
+        return tail if verdict is True else self._after_kept(tail, verdict)
 
     def _after_kept(self, tail: Tail, kept: Kept) -> Tail:
         """The next generation of the tail's source, after the part of it still what was read
         (from line 1 when none is)."""
-        new = Tail(tail.source, tail.inode, next_generation(self._known.values(), tail.source, tail.inode),
-                   tail.path, tail.file_id, 0, 1)
+        new = tail.next_generation(next_generation(self._known.values(), tail.source, tail.inode), kept)
         if kept.lines:  # what is left of what was read is not read again
             log.info("%s was cut to %d line(s) already read and written to: going on after them", tail.path,
                      kept.lines)
-            new.offset, new.next_line, new.last = kept.offset, kept.lines + 1, (kept.tail_offset, kept.hashes[-1])
-            new.fingerprint = Fingerprint.of(read_head(tail.path) or b"", kept.offset)
-            self.pipeline.continue_after(kept, new.key)
+            self.pipeline.positions.continue_after(kept, new.key)
         else:
             log.info("%s was truncated or replaced: reading it from line 1", tail.path)
         self._known[new.key] = new.state()
@@ -357,7 +263,7 @@ class Watcher:
         tail = Tail(name, inode, next_generation(self._known.values(), name, inode), path, file_id, 0, 1,
                     compressed=compressed)
         if self._first_scan and not self.from_start and self._in_new_folder(path):
-            tail.offset, tail.next_line, tail.fingerprint = _end_of(path)
+            tail.offset, tail.next_line, tail.fingerprint = end_of(path)
             self._present_at_start.append(tail)
         self._known[tail.key] = tail.state()
         return tail
@@ -396,7 +302,7 @@ class Watcher:
     # ---- reading and analysing -----------------------------------------------------------
 
     def _read(self, tail: Tail, now: float) -> None:
-        seen = _stat(tail.path, tail.file_id)
+        seen = stat_of(tail.path, tail.file_id)
         if seen is None or tail.broken:
             return
         if seen != tail.seen:
@@ -413,7 +319,7 @@ class Watcher:
             return
         reader = TailRead(tail.path, start_offset=start, start_line=start_line,
                           final_partial=quiet or tail.compressed, expect=expected if start else None)
-        lines, errors, tail.behind = self._take(reader)
+        lines, errors, tail.behind = take(reader, self.max_batch * READ_BATCHES)
         if reader.missing:
             return  # renamed or deleted between the look and the read: the next scan knows where it went
         if reader.short and not self._own_file(tail):
@@ -426,30 +332,7 @@ class Watcher:
             self._report(errors)
             tail.broken = not lines
         if lines:
-            if not tail.pending:
-                tail.pending_since = now
-            tail.pending += lines
-            tail.last = (lines[-1].offset, line_hash(lines[-1].text))
-            tail.pending_end, tail.pending_next_line = reader.end_offset, reader.next_line_no
-            tail.pending_fingerprint = reader.fingerprint
-
-    def _take(self, reader: TailRead) -> tuple[list[LogLine], list[ErrorRow], bool]:
-        """The reader's lines and errors, at most `READ_BATCHES` batches of lines or `READ_CHARS` of
-        text; and whether it stopped early (then its position is after the last line taken)."""
-        lines: list[LogLine] = []
-        errors: list[ErrorRow] = []
-        limit, chars = self.max_batch * READ_BATCHES, 0
-        items = iter(reader)
-        for item in items:
-            if isinstance(item, LogLine):
-                lines.append(item)
-                chars += len(item.text)
-            else:
-                errors.append(item)
-            if len(lines) >= limit or chars >= READ_CHARS:
-                items.close()
-                return lines, errors, True
-        return lines, errors, False
+            tail.hold(lines, reader, now)
 
     def _restart(self, tail: Tail, now: float) -> None:
         """The file no longer holds what was read: a new generation of its source from line 1 when
@@ -460,23 +343,20 @@ class Watcher:
         self.tails.pop(tail.file_id, None)
         if not self._own_file(tail):
             return  # another file (a copy or a continuation had this inode, now reused): a new source
-        kept = kept_part(tail.path, self.pipeline.line_hashes(tail.key))
+        kept = kept_part(tail.path, self.pipeline.positions.line_hashes(tail.key))
         new = self._after_kept(tail, kept or Kept(0, 0, array("I"), 0))
         self.tails[tail.file_id] = new
         self._read(new, now)
 
     def _own_file(self, tail: Tail) -> bool:
-        """Is the tail reading its source's own file (first path, first inode), not a copy or a
-        compressed continuation?"""
-        return self._name(tail.path) == tail.source and tail.file_id[1] == tail.inode and not tail.compressed
+        return tail.is_own(self._name(tail.path))
 
     def _analyse(self, tail: Tail) -> None:
-        batch = _Batch(tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint)
+        batch = tail.batch()
         before = self.pipeline.metrics.records
         tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, generation=tail.generation,
                                          fmt=tail.fmt) or tail.fmt
-        tail.offset, tail.next_line, tail.fingerprint = batch.end_offset, batch.next_line_no, batch.fingerprint
-        tail.pending, tail.pending_end, tail.pending_next_line, tail.pending_fingerprint = [], 0, 0, None
+        tail.analysed(batch)
         self._known[tail.key] = tail.state()
         self.stats.lines += len(batch)
         self.stats.batches += 1
@@ -494,22 +374,3 @@ class Watcher:
         self.pipeline.store.add_errors(errors, run_id=self.pipeline.run_id)
         self.stats.errors += len(errors)
 
-
-def _stat(path: Path, file_id: FileId) -> tuple[int, int] | None:
-    """(size, mtime_ns) of the file, or None when the path is gone or now holds another file."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    if (st.st_dev, st.st_ino) != file_id:
-        return None  # replaced under this name: the next scan sorts it out
-    return st.st_size, st.st_mtime_ns
-
-
-def _end_of(path: Path) -> tuple[int, int, Fingerprint | None]:
-    """Offset of the end of the last complete line, the number the next line will get, and the
-    fingerprint of what lies before it."""
-    reader = TailRead(path, final_partial=is_compressed(path))
-    for _ in reader:
-        pass
-    return reader.end_offset, reader.next_line_no, reader.fingerprint

@@ -269,7 +269,7 @@ class StopRequest:
         self.signum: int | None = None
 
     def installed(self):
-        from logwarden.app.watch import stop_signals
+        from logwarden.app.signals import stop_signals
 
         return stop_signals(self._on_signal)
 

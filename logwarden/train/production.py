@@ -315,7 +315,7 @@ class ScenarioJudge:
         self.store = open_store(f"sqlite:///{folder}/judge.db")
         learn_paths(self.store, scenario_history(folder / "history", seed=seed, n=history or HISTORY_SCENARIOS))
         self.options = dataclasses.replace(RunOptions(), llm_budget="unlimited", final=True, node=None,
-                                           commit_every_windows=None)
+                                           commit_every_windows=None, incremental=True)
         self._inode = 0
 
     def _run(self, scenario, engine):

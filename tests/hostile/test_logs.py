@@ -68,7 +68,8 @@ def test_the_watcher_reads_a_surrogate_and_an_undecodable_name_and_survives_its_
     db = tmp_path / "lw.db"
     for _ in range(2):  # the second start resumes on the same store: it must start, and read nothing twice
         store = open_store(f"sqlite:///{db}")
-        pipeline = Pipeline(store, None, RunOptions(rules_only=True, commit_every_windows=None), command="watch")
+        options = RunOptions(rules_only=True, commit_every_windows=None, incremental=True)
+        pipeline = Pipeline(store, None, options, command="watch")
         watcher = Watcher([logs], pipeline, max_batch=50, max_delay_ms=0, partial_timeout_s=0.0, from_start=True)
         watcher.poll()
         watcher.poll(final=True)

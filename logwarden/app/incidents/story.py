@@ -10,8 +10,9 @@ noted in `rejected`. The title is always the deterministic one, made from the re
 hosts, count): the model's title is read from text a log line can steer, so it is checked (its
 rejections and ungrounded entities counted) but never shown. A story needs a summary that passed.
 
-Owns: the records' digest, the requests, the checks, the budget loop. Knows nothing of grouping
-or of terminals and pages.
+Owns: the records' digest, the requests, the checks, the budget loop, and `write_stories`, the story
+phase both `analyze` (after its review, within what the run's budget left) and `incidents group`
+run. Knows nothing of grouping or of terminals and pages.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 
 from logwarden.app.config import declared
 from logwarden.app.postprocess import Provenance
-from logwarden.app.review import Budget
+from logwarden.app.review import Budget, default_budget
 from logwarden.app.store import Store
 from logwarden.app.textgate import check
 from logwarden.engine.api import Engine, Request
@@ -132,6 +133,17 @@ def _uncut(text: str) -> str:
 _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _ENDS = (".", "!", "?", ")")
 MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
+
+
+def write_stories(store: Store, engine: Engine, incidents: Sequence[Incident], *, llm_budget: str, limit: int,
+                  max_new_tokens: int = declared("max_new_tokens"), spent: tuple[float, int] = (0.0, 0),
+                  cancelled: threading.Event | None = None,
+                  progress: Callable[[str, int], None] = lambda _name, _n: None) -> StoryStats:
+    """The stories of at most `limit` of the incidents that need one, within the budget `llm_budget`
+    (app/review.Budget's spec) of which `spent` (seconds, tokens) is gone already."""
+    writer = StoryWriter(store, engine, budget=default_budget(llm_budget, engine), spent=spent,
+                         max_new_tokens=max_new_tokens, cancelled=cancelled, progress=progress)
+    return writer.write(incidents, limit=limit)
 
 
 class StoryWriter:

@@ -15,15 +15,10 @@ from pathlib import Path
 import click
 
 from logwarden.app.config import get_settings
+from logwarden.app.metrics import RunMetrics
 from logwarden.app.parse.timestamps import EARLIEST_YEAR, LATEST_YEAR
-from logwarden.app.pipeline import (
-    DEFAULT_LLM_POLICY,
-    LLM_POLICIES,
-    Pipeline,
-    RunMetrics,
-    RunOptions,
-    throughput_options,
-)
+from logwarden.app.pipeline import Pipeline, RunOptions, throughput_options
+from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     StopRequest,
     baseline_option,

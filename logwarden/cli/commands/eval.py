@@ -25,7 +25,8 @@ from logwarden.app.evaluate import (
     load_labels,
     run_eval,
 )
-from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES, RunOptions
+from logwarden.app.pipeline import RunOptions
+from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     err_console,

@@ -187,12 +187,11 @@ def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
     from dataclasses import fields
 
     from logwarden.app.backends import open_engine
-    from logwarden.app.incidents.story import StoryWriter
-    from logwarden.app.review import default_budget
+    from logwarden.app.incidents.story import write_stories
 
+    settings = get_settings()
     engine = open_engine(make_engine_options(engine_kw))
-    budget = default_budget(llm_budget or get_settings().llm_budget, engine)
-    writer = StoryWriter(store, engine, budget=budget, max_new_tokens=get_settings().max_new_tokens)
-    stats = writer.write(incidents_found, limit=options.stories)
+    stats = write_stories(store, engine, incidents_found, llm_budget=llm_budget or settings.llm_budget,
+                          limit=options.stories, max_new_tokens=settings.max_new_tokens)
     # not asdict: it rebuilds the reason Counter from its items, counting (reason, n) pairs
     return {f"stories_{f.name}": getattr(stats, f.name) for f in fields(stats)}

@@ -7,7 +7,7 @@ import functools
 import click
 
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import DEFAULT_LLM_POLICY, LLM_POLICIES
+from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
 from logwarden.cli.common import (
     baseline_option,
     db_option,

@@ -23,7 +23,8 @@ def setup(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
-    pipeline = Pipeline(store, None, RunOptions(rules_only=True, commit_every_windows=None), command="watch")
+    options = RunOptions(rules_only=True, commit_every_windows=None, incremental=True)
+    pipeline = Pipeline(store, None, options, command="watch")
     watcher = Watcher([folder], pipeline, max_batch=50, max_delay_ms=0, partial_timeout_s=0.3, from_start=True)
     return folder, store, watcher
 
@@ -125,10 +126,10 @@ def test_sigkill_five_times_loses_nothing_duplicates_nothing(tmp_path):
 
 
 def test_a_read_stops_at_its_memory_bound_and_the_next_polls_go_on(setup, monkeypatch):
-    import logwarden.app.watch as watch
+    import logwarden.app.tails as tails
 
     folder, store, watcher = setup
-    monkeypatch.setattr(watch, "READ_CHARS", 2_000)  # about 17 lines of text per read
+    monkeypatch.setattr(tails, "READ_CHARS", 2_000)  # about 17 lines of text per read
     log = folder / "auth.log"
     n = append(log, 0, 120)
     watcher.poll()
