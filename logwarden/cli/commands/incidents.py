@@ -15,12 +15,11 @@ from logwarden.app.config import get_settings
 from logwarden.cli.common import (
     LEVEL_STYLES,
     db_option,
-    engine_options,
     err_console,
     handle_errors,
     json_option,
-    llm_budget_option,
     make_engine_options,
+    model_options,
     open_store_from,
     out_console,
     parse_time,
@@ -162,8 +161,7 @@ def _login() -> str | None:
 
 @incidents.command("group")
 @click.option("--rules-only", is_flag=True, help="Only the deterministic grouping and titles; no model stories.")
-@llm_budget_option
-@engine_options
+@model_options(budget=True)
 @db_option
 @json_option
 @handle_errors
