@@ -97,6 +97,9 @@ class Settings(BaseSettings):
     incident_max_pivot_hosts: int = 4
     incident_min_risk: str = "low"  # records below this level join no incident
     incident_stories: int = 20  # most stories the model writes per run (riskiest first), within the LLM budget
+    # a story's answer may be as long as its schema allows (title 100, summary 400, 3 steps of 120 characters,
+    # 6 cited ids: ~350 tokens); one cut short is rejected, so it gets more room than a review's answer
+    incident_story_max_new_tokens: int = 512
 
     # watcher
     watch_max_batch: int = 500

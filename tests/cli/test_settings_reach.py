@@ -22,6 +22,7 @@ from logwarden.cli.main import main
 
 NOTHING = json.dumps({"findings": [], "recommendation": "none"})
 MAX_NEW_TOKENS, MAX_BATCH, BUDGET = 77, 3, 555
+STORY_TOKENS = 99  # LOGWARDEN_INCIDENT_STORY_MAX_NEW_TOKENS: an incident story's answer (analyze writes them)
 LINES = [f"Mar 11 02:14:{i:02d} web-01 sshd[{2211 + i}]: Failed password for root from 203.0.113.45 port {40000 + i} ssh2"
          for i in range(40)]
 
@@ -37,7 +38,8 @@ class Opened:
 @pytest.fixture
 def engine(monkeypatch):
     """The settings above in the environment, and the recording engine wherever one is opened."""
-    for name, value in (("MAX_NEW_TOKENS", MAX_NEW_TOKENS), ("MAX_BATCH", MAX_BATCH), ("PROMPT_TOKEN_BUDGET", BUDGET)):
+    for name, value in (("MAX_NEW_TOKENS", MAX_NEW_TOKENS), ("MAX_BATCH", MAX_BATCH), ("PROMPT_TOKEN_BUDGET", BUDGET),
+                        ("INCIDENT_STORY_MAX_NEW_TOKENS", STORY_TOKENS)):
         monkeypatch.setenv(f"LOGWARDEN_{name}", str(value))
     get_settings.cache_clear()
     made: list[Opened] = []
@@ -55,7 +57,8 @@ def _used_the_settings(made: list[Opened]) -> FakeEngine:
     [opened] = made
     fake = opened.engine
     assert opened.options.max_batch == MAX_BATCH
-    assert fake.max_new_tokens and set(fake.max_new_tokens) == {MAX_NEW_TOKENS}
+    assert fake.max_new_tokens and MAX_NEW_TOKENS in fake.max_new_tokens  # the review's answers
+    assert set(fake.max_new_tokens) <= {MAX_NEW_TOKENS, STORY_TOKENS}  # and the stories', each from its setting
     assert max(map(len, fake.calls)) <= MAX_BATCH
     return fake
 

@@ -37,6 +37,7 @@ class IncidentOptions:
     policy: GroupingPolicy = field(default_factory=GroupingPolicy)
     min_risk: str = declared("incident_min_risk")
     stories: int = declared("incident_stories")
+    story_tokens: int = declared("incident_story_max_new_tokens")  # a story's answer at most
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IncidentOptions:
@@ -48,7 +49,8 @@ class IncidentOptions:
         policy = GroupingPolicy(gap_s=settings.incident_gap_s, weak_gap_s=settings.incident_weak_gap_s,
                                 pivots=kinds, max_fanout=settings.incident_max_fanout,
                                 max_pivot_hosts=settings.incident_max_pivot_hosts)
-        return cls(policy=policy, min_risk=settings.incident_min_risk, stories=settings.incident_stories)
+        return cls(policy=policy, min_risk=settings.incident_min_risk, stories=settings.incident_stories,
+                   story_tokens=settings.incident_story_max_new_tokens)
 
 
     def describe(self) -> dict:
@@ -56,7 +58,7 @@ class IncidentOptions:
         policy = self.policy
         return {"gap_s": policy.gap_s, "weak_gap_s": policy.weak_gap_s, "pivots": sorted(policy.pivots),
                 "max_fanout": policy.max_fanout, "max_pivot_hosts": policy.max_pivot_hosts,
-                "min_risk": self.min_risk, "stories": self.stories}
+                "min_risk": self.min_risk, "stories": self.stories, "story_tokens": self.story_tokens}
 
 
 @dataclass(slots=True)

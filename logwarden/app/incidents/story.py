@@ -136,7 +136,7 @@ MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 
 
 def write_stories(store: Store, engine: Engine, incidents: Sequence[Incident], *, llm_budget: str, limit: int,
-                  max_new_tokens: int = declared("max_new_tokens"), spent: tuple[float, int] = (0.0, 0),
+                  max_new_tokens: int = declared("incident_story_max_new_tokens"), spent: tuple[float, int] = (0.0, 0),
                   cancelled: threading.Event | None = None,
                   progress: Callable[[str, int], None] = lambda _name, _n: None) -> StoryStats:
     """The stories of at most `limit` of the incidents that need one, within the budget `llm_budget`
@@ -150,7 +150,7 @@ class StoryWriter:
     """Writes the stories of incidents that need one, riskiest first, while the budget lasts."""
 
     def __init__(self, store: Store, engine: Engine, *, budget: Budget, spent: tuple[float, int] = (0.0, 0),
-                 max_new_tokens: int = declared("max_new_tokens"), cancelled: threading.Event | None = None,
+                 max_new_tokens: int = declared("incident_story_max_new_tokens"), cancelled: threading.Event | None = None,
                  progress: Callable[[str, int], None] = lambda _name, _n: None):
         self.store, self.engine, self.budget, self.progress = store, engine, budget, progress
         self.spent_s, self.spent_tokens = spent

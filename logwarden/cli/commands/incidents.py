@@ -190,6 +190,6 @@ def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
     settings = get_settings()
     engine = open_engine(make_engine_options(engine_kw))
     stats = write_stories(store, engine, incidents_found, llm_budget=llm_budget or settings.llm_budget,
-                          limit=options.stories, max_new_tokens=settings.max_new_tokens)
+                          limit=options.stories, max_new_tokens=options.story_tokens)
     # not asdict: it rebuilds the reason Counter from its items, counting (reason, n) pairs
     return {f"stories_{f.name}": getattr(stats, f.name) for f in fields(stats)}
