@@ -186,7 +186,7 @@ class Baseline:
             hosts.add(event.host or "-")
         deviations = []
         for cid, (lines, hosts, event) in groups.items():
-            scope, template, day = scope_of(event, window.format), miner.template(cid), day_of(event)
+            scope, template, day = scope_of(event, window.format, window.source), miner.template(cid), day_of(event)
             age = self._profile("template-scope", scope, "")
             if cid in fresh and scope_warm(age) and self._peek("template", scope, template) is None:
                 deviations.append(novelty(scope, template, age, self._count("template", scope), lines))

@@ -1,5 +1,5 @@
-"""How often each kind of log message occurs, per format and program: a message of a kind never
-written before, in a source with a long history, is a novelty.
+"""How often each kind of log message occurs, per format and program (per file for lines that name
+no program): a message of a kind never written before, in a source with a long history, is a novelty.
 
 Owns: the template profile of one scope (format + program: `syslog/sshd`, `windows/Microsoft-
 Windows-Security-Auditing`…) — lines, distinct days and hosts seen, and each Drain template's count,
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import PurePath
 
 from logwarden.app.baseline.deviation import Deviation, Ref
 from logwarden.app.baseline.sketch import Age, Support, client_hash
 from logwarden.app.events import Event
+from logwarden.app.ingest.files import rotation_sort_key
 from logwarden.app.mine import SourceMiner, Window
 
 SCOPE_LINES = 5000
@@ -25,8 +27,13 @@ HOST_K = 8
 LINES_SHOWN = 20  # evidence lines per novel template and window
 
 
-def scope_of(event: Event, fmt: str) -> str:
-    return f"{fmt}/{(event.program or '-')[:80]}"
+def scope_of(event: Event, fmt: str, source: str) -> str:
+    """What writes the line: its format and program, or — a line that names no program (generic
+    text, an application's own log) — its file, rotations included: unrelated applications'
+    logs in one scope would make each other's messages novel."""
+    if event.program:
+        return f"{fmt}/{event.program[:80]}"
+    return f"{fmt}/file:{rotation_sort_key(PurePath(source).name)[0][:80]}"
 
 
 def day_of(event: Event) -> int | None:
