@@ -74,6 +74,7 @@ def _child(files: list[Path], mode: str, profile: bool) -> tuple[dict, float, st
 
 
 def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge") -> tuple[dict, float, str]:
+    from logwarden.app.config import get_settings
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import open_store
 
@@ -82,7 +83,9 @@ def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge"
     started = time.perf_counter()
     if profiler:
         profiler.enable()
-    metrics = Pipeline(store, None, RunOptions(rules_only=True, baseline=mode), command="bench").analyze(files)
+    # from the settings, as the CLI builds them: the compiled-pack cache included (a bare RunOptions has none)
+    options = RunOptions.from_settings(get_settings(), rules_only=True, baseline=mode)
+    metrics = Pipeline(store, None, options, command="bench").analyze(files)
     if profiler:
         profiler.disable()
     elapsed = time.perf_counter() - started
