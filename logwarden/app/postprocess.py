@@ -128,6 +128,11 @@ class _Group:
     category: str
     key: str
     signals: list[Signal] = field(default_factory=list)
+    lines: set[int] = field(default_factory=set)  # its signals' lines, kept as they join (grouping asks often)
+
+    def add(self, signal: Signal) -> None:
+        self.signals.append(signal)
+        self.lines.update(signal.line_numbers)
 
     @property
     def floor(self) -> str:
@@ -135,7 +140,7 @@ class _Group:
 
     @property
     def line_numbers(self) -> list[int]:
-        return sorted({n for s in self.signals for n in s.line_numbers})
+        return sorted(self.lines)
 
     @property
     def deviations_only(self) -> bool:
@@ -238,25 +243,20 @@ def group_signals(signals: Sequence[Signal]) -> list[_Group]:
     """
     groups: list[_Group] = []
     for signal in sorted(signals, key=lambda s: (min(s.line_numbers, default=0), -len(s.line_numbers))):
+        lines = set(signal.line_numbers)
         home = next((g for g in groups if g.category == signal.category
                      and ((g.key == signal.key and (any(s.rule_id == signal.rule_id for s in g.signals)
-                                                    or _overlaps(g, signal)))
-                          or _within(g, signal))), None)
+                                                    or _overlaps(g, lines)))
+                          or (lines and lines <= g.lines))), None)
         if home is None:
             home = _Group(signal.category, signal.key)
             groups.append(home)
-        home.signals.append(signal)
-    return sorted(groups, key=lambda g: (-risk_rank(g.floor), g.line_numbers[:1]))
+        home.add(signal)
+    return sorted(groups, key=lambda g: (-risk_rank(g.floor), min(g.lines, default=0)))
 
 
-def _within(group: _Group, signal: Signal) -> bool:
-    return bool(signal.line_numbers) and set(signal.line_numbers) <= set(group.line_numbers)
-
-
-def _overlaps(group: _Group, signal: Signal) -> bool:
-    lines = group.line_numbers
-    return bool(lines and signal.line_numbers) and \
-        min(signal.line_numbers) <= lines[-1] and max(signal.line_numbers) >= lines[0]
+def _overlaps(group: _Group, lines: set[int]) -> bool:
+    return bool(group.lines and lines) and min(lines) <= max(group.lines) and max(lines) >= min(group.lines)
 
 
 # ---- findings → claims ----------------------------------------------------------------------------
@@ -343,9 +343,8 @@ def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
     category for a group of deviations. The record keeps the group's category either way: on the
     realdata held-out side the base model's categories for web deviations were wrong twice as often
     as the baseline's (EVAL.md, security-v3)."""
-    lines = set(group.line_numbers)
     return sorted((c for c in claims if (c.finding.category == group.category or group.deviations_only)
-                   and lines & set(c.lines)), key=lambda c: -c.rank)
+                   and not group.lines.isdisjoint(c.lines)), key=lambda c: -c.rank)
 
 
 def _dismissing(group: _Group, results: Sequence[LLMResult]) -> LLMResult | None:
@@ -355,9 +354,8 @@ def _dismissing(group: _Group, results: Sequence[LLMResult]) -> LLMResult | None
     and a focused part shows more deviations than that. None for a rules' group."""
     if not group.deviations_only:
         return None
-    lines = set(group.line_numbers)
     return next((r for r in results if r.assessment is not None and not r.assessment.findings
-                 and any(lines.intersection(shown) for ref, shown in r.lines_of.items() if ref.startswith("L"))), None)
+                 and any(group.lines.intersection(shown) for ref, shown in r.lines_of.items() if ref.startswith("L"))), None)
 
 
 # ---- records --------------------------------------------------------------------------------------
