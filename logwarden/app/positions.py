@@ -23,6 +23,7 @@ from typing import Protocol
 from logwarden.app.events import ErrorRow, LogLine
 from logwarden.app.ingest import (
     Fingerprint,
+    SourceKey,
     identify,
     is_compressed,
     kept_part,
@@ -36,7 +37,6 @@ from logwarden.app.store import SourceState, Store, Transaction
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
 
 
 class PositionedLines(Protocol):
@@ -57,8 +57,8 @@ class Positions:
 
     def __init__(self, store: Store, *, resume: bool = False, node: str | None = None):
         self.store, self.resume, self.node = store, resume, node
-        self._reading: dict[Key, dict] = {}  # files being read by `analyze` and where their stored windows end
-        self._hashes: dict[Key, LineHashes] = {}  # hashes of the lines read and not yet committed
+        self._reading: dict[SourceKey, dict] = {}  # files being read by `analyze` and where their stored windows end
+        self._hashes: dict[SourceKey, LineHashes] = {}  # hashes of the lines read and not yet committed
 
     # ---- where a file starts --------------------------------------------------------------------
 
@@ -108,44 +108,44 @@ class Positions:
 
     # ---- the lines read ---------------------------------------------------------------------------
 
-    def hashed(self, lines: Iterable[LogLine], key: Key) -> Iterator[LogLine]:
+    def hashed(self, lines: Iterable[LogLine], key: SourceKey) -> Iterator[LogLine]:
         """The lines, each leaving its hash for the commit that stores its position."""
         hashes = self._hashes.setdefault(key, LineHashes())
         for line in lines:
             hashes.add(line)
             yield line
 
-    def line_hashes(self, key: Key) -> list[tuple[int, bytes]]:
+    def line_hashes(self, key: SourceKey) -> list[tuple[int, bytes]]:
         """The hashes of source generation `key`'s lines: those committed, then those read and not yet
         committed (a kept part waits for the next commit: cut again before it, it is still known)."""
         runs = self.store.line_hashes(*key)
         pending = self._hashes.get(key)
         return [*runs, run] if pending is not None and (run := pending.run()) is not None else runs
 
-    def continue_after(self, kept: Kept, key: Key) -> None:
+    def continue_after(self, kept: Kept, key: SourceKey) -> None:
         """The next generation `key` of a truncated file starts after its kept part: the kept lines'
         hashes are committed again as its first lines."""
         self._hashes[key] = LineHashes.of_kept(kept)
 
     # ---- a file being read, its windows stored in chunks ------------------------------------------
 
-    def reading(self, key: Key, *, fmt: str, head: bytes | None) -> None:
+    def reading(self, key: SourceKey, *, fmt: str, head: bytes | None) -> None:
         """`analyze` reads the file in chunks of windows: each chunk's commit carries where its windows end."""
         self._reading[key] = dict(path=key[0], inode=key[1], generation=key[2], format=fmt, head=head)
 
-    def stored(self, key: Key, *, end: int, line_no: int) -> None:
+    def stored(self, key: SourceKey, *, end: int, line_no: int) -> None:
         """The windows of a file being read are stored up to byte `end`, line `line_no` (0: a whole-file
         JSON document has no resumable middle)."""
         reading = self._reading.get(key)
         if reading is not None and end:
             reading.update(offset=end, line_no=line_no)
 
-    def done(self, key: Key) -> None:
+    def done(self, key: SourceKey) -> None:
         """The file was read to its end: its final position follows with its last windows (`after`)."""
         self._reading.pop(key, None)
 
     @staticmethod
-    def after(items: PositionedLines, key: Key, *, fmt: str, miner_state: str | None) -> dict:
+    def after(items: PositionedLines, key: SourceKey, *, fmt: str, miner_state: str | None) -> dict:
         """The source row after `items` were read to their end."""
         return dict(path=key[0], inode=key[1], generation=key[2], offset=items.end_offset,
                     line_no=items.next_line_no - 1, format=fmt, miner_state=miner_state,

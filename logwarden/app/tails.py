@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logwarden.app.events import ErrorRow, LogLine
-from logwarden.app.ingest import Fingerprint, TailRead, fingerprint_of, is_compressed, read_head
+from logwarden.app.ingest import Fingerprint, SourceKey, TailRead, fingerprint_of, is_compressed, read_head
 from logwarden.app.sources import Kept, line_hash
 from logwarden.app.store import SourceState
 
@@ -28,7 +28,6 @@ READ_CHARS = 16 * 1024 * 1024
 
 FileId = tuple[int, int]  # (st_dev, st_ino): inodes are unique per device only
 Look = tuple[int, int]  # (st_size, st_mtime_ns): has the file changed since the last look?
-Key = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
 
 
 @dataclass(slots=True)
@@ -77,7 +76,7 @@ class Tail:
         return new
 
     @property
-    def key(self) -> Key:
+    def key(self) -> SourceKey:
         return (self.source, self.inode, self.generation)
 
     @property

@@ -36,6 +36,7 @@ from watchdog.observers import Observer
 
 from logwarden.app.events import ErrorRow
 from logwarden.app.ingest import (
+    SourceKey,
     TailRead,
     identify,
     is_compressed,
@@ -50,7 +51,7 @@ from logwarden.app.pipeline import Pipeline
 from logwarden.app.signals import stop_signals
 from logwarden.app.sources import Kept, holds_what_was_read, kept_part, resume_by_content
 from logwarden.app.store import SourceState
-from logwarden.app.tails import READ_BATCHES, FileId, Key, Look, Tail, end_of, stat_of, take
+from logwarden.app.tails import READ_BATCHES, FileId, Look, Tail, end_of, stat_of, take
 from logwarden.errors import InputError, RunStopped
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Watcher:
         store = pipeline.store
         # What this store has read in these folders (any generation), kept current as batches commit.
         named = [self._name(f) for f in self.folders]
-        self._known: dict[Key, SourceState] = {key_of(s): s for s in store.list_sources(under=named)}
+        self._known: dict[SourceKey, SourceState] = {key_of(s): s for s in store.list_sources(under=named)}
         watched = [Path(p) for p in store.watched_folders()]
         self._new_folders = [f for f in self.folders
                              if not any(Path(self._name(f)).is_relative_to(w) for w in watched)]

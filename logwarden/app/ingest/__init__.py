@@ -10,6 +10,7 @@ from logwarden.app.ingest.files import is_rotated_name, iter_files, rotation_sor
 from logwarden.app.ingest.identity import (
     FINGERPRINT_BYTES,
     Fingerprint,
+    SourceKey,
     fingerprint_of,
     identify,
     kept_part,
@@ -33,7 +34,8 @@ from logwarden.app.ingest.reader import (
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
-    "is_compressed", "is_rotated_name", "iter_files", "kept_part", "key_of", "lines_within", "next_generation",
+    "is_compressed", "is_rotated_name", "iter_files", "kept_part", "SourceKey", "key_of", "lines_within",
+    "next_generation",
     "read_complete_lines", "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary",
     "source_name", "undecided",
 ]

@@ -83,7 +83,10 @@ class Known(Protocol):
     head: bytes | None  # the bytes the fingerprint covers, when the store kept them
 
 
-def key_of(known: Known) -> tuple[str, int, int]:
+SourceKey = tuple[str, int, int]  # (source, inode, generation): what is being read, as the store names it
+
+
+def key_of(known: Known) -> SourceKey:
     return (known.path, known.inode, known.generation)
 
 
