@@ -103,7 +103,6 @@ def _file_prompts(file: str, count_tokens):
     from logwarden.app.pipeline import RunOptions
     from logwarden.engine.api import Request
     from logwarden.prompts import system_prompt, user_prompt
-    from logwarden.schemas.assessment import answer_schema
     from logwarden.train.realdata import _Labels, cut, load_units, part_truths, realdata_dir
 
     folder = realdata_dir()
@@ -112,7 +111,7 @@ def _file_prompts(file: str, count_tokens):
         for part in c.parts:
             truths = part_truths(c, part, labels)
             if truths is not None:
-                request = Request(system_prompt(), user_prompt(part.text), schema=answer_schema(part.refs))
+                request = Request(system_prompt(), user_prompt(part.text), schema=part.schema())
                 yield Prompt(file, request, bool(truths))
 
 

@@ -81,7 +81,10 @@ def prompt_sets(data: Path, work: Path, val_limit: int) -> dict[str, list[dict]]
     sets = {}
     for path in sorted(data.glob("prompts_*.jsonl*")):
         sets[path.name.split(".")[0].removeprefix("prompts_")] = read_jsonl(path)
-    val = read_jsonl(unpack(data, work) / "val.jsonl")[:val_limit]
+    val_file = unpack(data, work) / "val.jsonl"
+    if not val_file.is_file():  # prompts recorded alone (device_prepare --prompts-only): no dataset travelled
+        return sets
+    val = read_jsonl(val_file)[:val_limit]
     sets["val"] = [{"system": v["system"], "user": v["user"], "schema": v["meta"].get("schema")} for v in val]
     return sets
 
@@ -134,6 +137,7 @@ def main() -> None:
     ap.add_argument("--adapter", type=Path, default=None,
                     help="Adapter for the generate stage (default: the one the train stage wrote to --work).")
     ap.add_argument("--configs", default="base,adapter", help="Which models answer: base, adapter or both.")
+    ap.add_argument("--tag", default="", help="appended to each answers file's name (answers_base-1.5b.jsonl: another model)")
     ap.add_argument("--decoder", default="graphs", choices=("graphs", "eager"),
                     help="graphs = the CUDA default (static cache, replayed steps); eager = dynamic cache")
     args = ap.parse_args()
@@ -151,8 +155,8 @@ def main() -> None:
         report = {}
         for name, ad in (("base", None), ("adapter", adapter)):
             if name in args.configs.split(","):
-                report[name] = generate(folder, ad, sets, args.out / f"answers_{name}.jsonl", args)
-        (args.out / "generation.json").write_text(json.dumps(report, indent=2))
+                report[name] = generate(folder, ad, sets, args.out / f"answers_{name}{args.tag}.jsonl", args)
+        (args.out / f"generation{args.tag}.json").write_text(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

@@ -34,20 +34,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CHUNK = 46_000_000  # 43.9 MiB: with the ~16 MiB working tree under the 64 MiB a call carries
 
 
-def slices(out: Path) -> str:
+def slices(out: Path, model: str = "embedded") -> str:
+    """The model's GGUF in CHUNK pieces: .mdl/c00… for the embedded 0.5B, .mdl/<model>-c00… for another."""
     from logwarden.engine.embedded import PACKS, slice_files
 
+    prefix = "c" if model == "embedded" else f"{model}-c"
     h, buf, n = hashlib.sha256(), bytearray(), 0
-    for f in slice_files(PACKS["embedded"]):
+    for f in slice_files(PACKS[model]):
         data = f.read_bytes()
         h.update(data)
         buf += data
         while len(buf) >= CHUNK:
-            (out / f"c{n:02d}").write_bytes(bytes(buf[:CHUNK]))
+            (out / f"{prefix}{n:02d}").write_bytes(bytes(buf[:CHUNK]))
             buf, n = buf[CHUNK:], n + 1
     if buf:
-        (out / f"c{n:02d}").write_bytes(bytes(buf))
-    assert h.hexdigest() == PACKS["embedded"].sha256, "embedded slices are corrupt"
+        (out / f"{prefix}{n:02d}").write_bytes(bytes(buf))
+    assert h.hexdigest() == PACKS[model].sha256, f"{model} slices are corrupt"
     return h.hexdigest()
 
 
@@ -137,6 +139,9 @@ def prompts(out: Path, count, *, labels: Path, split: Path) -> dict:
     site = heldout_site(load_split(split))
     report["heldout"] = _record("heldout", out, count, site.units, site.folder, site.test, history=site.history,
                                 llm_policy="deviations", max_prompts_per_window=None)
+    # issue 38 item 3b: what the model could add where no rule speaks (quiet windows with alarming words, a sample)
+    report["heldout_suspicious"] = _record("heldout_suspicious", out, count, site.units, site.folder, site.test,
+                                           history=site.history, llm_policy="suspicious")
     return report
 
 
@@ -150,11 +155,17 @@ def main() -> None:
                     help="labelled files whose prompts to record (sample_logs)")
     ap.add_argument("--split", type=Path, default=ROOT / "data" / "realdata_split.json")
     ap.add_argument("--tiny", action="store_true", help="a small dataset for the CPU dress rehearsal")
+    ap.add_argument("--model", default="embedded", help="whose GGUF to slice (embedded-1.5b: .mdl/embedded-1.5b-cNN)")
+    ap.add_argument("--prompts-only", action="store_true", help="record the prompts, build no dataset (evaluation only)")
     args = ap.parse_args()
     args.out.mkdir(exist_ok=True, parents=True)
     if not args.skip_slices and not args.tiny:
-        print("gguf sha256", slices(args.out))
+        print("gguf sha256", slices(args.out, args.model))
     count = counter()
+    if args.prompts_only:
+        (args.out / "data").mkdir(exist_ok=True)
+        print("prompts", json.dumps(prompts(args.out / "data", count, labels=args.labels, split=args.split)))
+        return
     manifest = data(args.out / "data", 400 if args.tiny else args.n, args.seed, count, split=args.split, tiny=args.tiny)
     print("dataset", json.dumps({k: manifest[k] for k in ("counts", "sources", "targets", "answer_tokens_mean",
                                                           "targets_ungrounded")}))

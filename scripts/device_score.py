@@ -38,7 +38,16 @@ from logwarden.train.production import heldout_site
 from logwarden.train.realdata import load_split
 from logwarden.train.replay import ReplayEngine
 
-CONFIGS = ("base", "adapter")
+
+
+def configs_in(results: Path) -> list[str]:
+    """The answers files in `results`: answers_<config>.jsonl."""
+    return sorted(p.name.removeprefix("answers_").removesuffix(".jsonl") for p in results.glob("answers_*.jsonl"))
+
+
+def engine_for(results: Path, name: str, count) -> ReplayEngine:
+    return ReplayEngine(answers_of(results, name), count, model_name="embedded-1.5b" if "1.5b" in name else "embedded",
+                        adapter_name="adapter" if name.startswith("adapter") else None)
 METRIC_KEYS = ("lines", "deviations", "deviations_dismissed", "prompt_tokens", "llm_calls", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage",
                "entities_named", "entities_ungrounded", "ungrounded_rate", "new_tokens")
 
@@ -60,10 +69,9 @@ def answers_of(results: Path, name: str) -> dict[str, dict]:
 def _runs(units, folder: Path, files, results: Path, count, history=(), **eval_kw) -> dict:
     eval_kw["incidents"] = None  # the recorded prompts are windows: the stories' were never answered
     runs = {"rules-only": run_eval(units, folder, files, history=history, incidents=None)}
-    for name in CONFIGS:
-        engine = ReplayEngine(answers_of(results, name), count, model_name="embedded",
-                              adapter_name="adapter" if name == "adapter" else None)
-        runs[name] = run_eval(units, folder, files, engine=engine, name=name, history=history, **eval_kw)
+    for name in configs_in(results):
+        runs[name] = run_eval(units, folder, files, engine=engine_for(results, name, count), name=name,
+                              history=history, **eval_kw)
     return {name: run.report.as_dict() | {"metrics": {k: run.metrics.get(k) for k in METRIC_KEYS}}
             for name, run in runs.items()}
 
@@ -78,6 +86,12 @@ def heldout(results: Path, count, split: Path | None = None) -> dict:
     site = heldout_site(load_split(split) if split else load_split())
     return _runs(site.units, site.folder, site.test, results, count, history=site.history, llm_policy="deviations",
                  max_prompts_per_window=None)
+
+
+def heldout_suspicious(results: Path, count, split: Path | None = None) -> dict:
+    """The held-out side under the `suspicious` policy: what the model adds where no rule speaks."""
+    site = heldout_site(load_split(split) if split else load_split())
+    return _runs(site.units, site.folder, site.test, results, count, history=site.history, llm_policy="suspicious")
 
 
 def generated(val_path: Path, results: Path, count, limit: int) -> dict:
@@ -100,9 +114,8 @@ def generated(val_path: Path, results: Path, count, limit: int) -> dict:
         scenarios = {key: draw(random.Random(key)) for key in windows}
         out["prompts_changed_since_generation"] = sum(
             item.part.prompt not in recorded for s in scenarios.values() for item in judge.items(s))
-        for name in ("rules-only", *CONFIGS):
-            engine = None if name == "rules-only" else ReplayEngine(answers_of(results, name), count,
-                                                                     model_name="embedded", adapter_name=name)
+        for name in ("rules-only", *configs_in(results)):
+            engine = None if name == "rules-only" else engine_for(results, name, count)
             units, records, named, missing = [], [], 0, 0
             for key, scenario in scenarios.items():
                 unit = _unit(key, scenario)
@@ -148,7 +161,10 @@ def markdown(report: dict) -> str:
     head = ("| run | recall | category | top-risk category | FP rate | benign flagged (any level) | ungrounded | prompts "
             "| prompt tokens / 1,000 lines | deviations dismissed |\n|---|---|---|---|---|---|---|---|---|---|")
     out = []
-    for title, runs in (("sample_logs", report["sample_logs"]), ("realdata held-out", report["heldout"])):
+    sets = [("sample_logs", report["sample_logs"]), ("realdata held-out", report["heldout"])]
+    if "heldout_suspicious" in report:
+        sets.append(("realdata held-out, llm-policy suspicious", report["heldout_suspicious"]))
+    for title, runs in sets:
         out += [f"### {title}", "", head]
         for name, run in runs.items():
             m = run.get("metrics", {})
@@ -165,9 +181,24 @@ def markdown(report: dict) -> str:
             s = run["per_source"][source]
             cells.append(f"{_pct(s['recall'])} / {_pct(s['category_top_accuracy'])} / FP {s['false_positives']}/{s['benign']}")
         out.append(f"| {source} | " + " | ".join(cells) + " |")
+    out += ["", "### the model's verdicts on the held-out deviations (against the labels)", "",
+            "| run | judged | benign: benign / attack | suspicious: benign / attack | attack: benign / attack "
+            "| dismissal precision | attack precision | attack category |", "|---|---|---|---|---|---|---|---|"]
+    for name, run in report["heldout"].items():
+        v = run.get("verdicts") or {}
+        if not v:
+            continue
+        t = v["table"]
+        cell = lambda k: f"{t.get(k, {}).get('benign', 0)} / {t.get(k, {}).get('attack', 0)}"  # noqa: E731
+        out.append(f"| {name} | {v['judged']} | {cell('benign')} | {cell('suspicious')} | {cell('attack')} | "
+                   f"{_pct(v['dismissal_precision'])} | {_pct(v['attack_precision'])} | {_pct(v['attack_category_accuracy'])} |")
+    if not report.get("generated_val"):
+        return "\n".join(out)
     out += ["", "### generated validation windows", "", "| run | recall | category | top-risk category | FP rate | ungrounded |",
             "|---|---|---|---|---|---|"]
-    for name in ("rules-only", *CONFIGS):
+    for name in report["generated_val"]:
+        if name in ("windows", "prompts_changed_since_generation"):
+            continue
         s = report["generated_val"][name]
         out.append("| " + " | ".join([name, *_cells(s), _pct(s.get("ungrounded_rate")) if name != "rules-only" else "-"])
                    + " |")
@@ -186,7 +217,8 @@ def main() -> None:
     count = counter()
     report = {"sample_logs": sample_logs(args.labels, args.results, count),
               "heldout": heldout(args.results, count, args.split),
-              "generated_val": generated(args.val, args.results, count, args.val_limit)}
+              "heldout_suspicious": heldout_suspicious(args.results, count, args.split),
+              "generated_val": generated(args.val, args.results, count, args.val_limit) if args.val.is_file() else {}}
     print(markdown(report) if args.markdown else json.dumps(report, indent=2))
 
 

@@ -140,6 +140,11 @@ class DigestPart:
     shown_lines: list[int]  # lines shown with an L id
     index: int = 1
     total: int = 1
+    deviations: list[str] = field(default_factory=list)  # the line ids of the deviations it shows, as listed
+
+    def schema(self) -> dict:
+        """The answer's JSON schema: evidence only among `refs`, one verdict per deviation shown."""
+        return answer_schema(self.refs, self.deviations)
 
     @property
     def prompt(self) -> str:
@@ -148,8 +153,9 @@ class DigestPart:
 
     def request(self) -> Request:
         """What the engine is asked: the fixed system prefix, this part, and a grammar that admits
-        only the evidence ids this part shows (the pipeline's and triage's one request builder)."""
-        return Request(system=system_prompt(), user=self.prompt, schema=answer_schema(self.refs))
+        only the evidence ids this part shows and a verdict on each deviation it shows (the
+        pipeline's and triage's one request builder)."""
+        return Request(system=system_prompt(), user=self.prompt, schema=self.schema())
 
 
 @dataclass(slots=True)
@@ -273,7 +279,10 @@ class Digest:
                           *(self._line(no, listed) for no in shown)])
         refs = [t.ref for t in templates] + [f"L{no}" for no in shown]
         lines_of = {t.ref: self.template_lines[t.ref] for t in templates} | {f"L{no}": [no] for no in shown}
-        return DigestPart(text=text, refs=refs, lines_of=lines_of, shown_lines=shown, index=index, total=total)
+        on = set(shown)
+        deviations = list(dict.fromkeys(f"L{d.line}" for d in self.deviations if d.line in on))
+        return DigestPart(text=text, refs=refs, lines_of=lines_of, shown_lines=shown, index=index, total=total,
+                          deviations=deviations)
 
     def render(self) -> str:
         """The whole digest in one text, unbudgeted (the LLM policy's words test, metrics)."""

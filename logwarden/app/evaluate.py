@@ -61,6 +61,8 @@ class ScoredRecord:
     line_numbers: tuple[int, ...]
     category: str
     risk_level: str
+    verdict: str | None = None  # the model's verdict on a baseline deviation (benign, suspicious, attack)
+    verdict_category: str | None = None
 
 
 @dataclass(slots=True)
@@ -117,6 +119,7 @@ class Report:
     per_file: dict[str, Scores]
     units: list[UnitResult]
     per_source: dict[str, Scores] = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)  # `verdict_scores`: empty when the model gave none
 
     def benign_flagged(self) -> dict[str, float]:
         """Share of benign units touched by a record at each level or above (`low` = at any level
@@ -128,7 +131,7 @@ class Report:
                 / len(benign) for level in ("low", "medium", "high")}
 
     def as_dict(self) -> dict:
-        return {"overall": self.overall.as_dict(), "benign_flagged": self.benign_flagged(),
+        return {"overall": self.overall.as_dict(), "benign_flagged": self.benign_flagged(), "verdicts": self.verdicts,
                 "per_source": {name: s.as_dict() for name, s in self.per_source.items()},
                 "per_file": {name: s.as_dict() for name, s in self.per_file.items()},
                 "missed": [u.unit.model_dump() for u in self.units if u.unit.is_attack and not u.detected],
@@ -240,14 +243,57 @@ def score(units: Sequence[LabelledUnit], records: Sequence[ScoredRecord]) -> Rep
         overall.add(scores)
         per_file.setdefault(unit.file, Scores()).add(scores)
         per_source.setdefault(source_of(unit.file), Scores()).add(scores)
-    return Report(overall=overall, per_file=per_file, units=results, per_source=per_source)
+    return Report(overall=overall, per_file=per_file, units=results, per_source=per_source,
+                  verdicts=verdict_scores(units, records))
+
+
+def verdict_scores(units: Sequence[LabelledUnit], records: Sequence[ScoredRecord]) -> dict:
+    """How right the model's verdicts on baseline deviations were against the labels: each judged
+    record's truth is `attack` when a labelled attack unit holds one of its lines, `benign` when
+    only benign units do (unlabelled lines: not counted). Dismissal precision: of the deviations
+    judged benign, the share that were; attack precision likewise; category: of attacks judged
+    attack, the share whose verdict named the label's category. {} when no record has a verdict."""
+    judged = [r for r in records if r.verdict]
+    if not judged:
+        return {}
+    unit_at: dict[tuple[str, int], LabelledUnit] = {}
+    for unit in units:
+        for n in range(unit.line_start, unit.line_end + 1):
+            unit_at[(unit.file, n)] = unit
+    table: dict[str, dict[str, int]] = {}
+    category_right = attack_right = 0
+    for record in judged:
+        held = [u for n in record.line_numbers if (u := unit_at.get((record.source, n))) is not None]
+        if not held:
+            continue
+        attack = next((u for u in held if u.is_attack), None)
+        truth = "attack" if attack else "benign"
+        row = table.setdefault(record.verdict, {"attack": 0, "benign": 0})
+        row[truth] += 1
+        if attack and record.verdict == "attack":
+            attack_right += 1
+            category_right += record.verdict_category == attack.category
+
+    def precision(verdict: str, truth: str) -> float | None:
+        row = table.get(verdict, {})
+        total = sum(row.values())
+        return row.get(truth, 0) / total if total else None
+
+    attacks = sum(row["attack"] for row in table.values())
+    benign = sum(row["benign"] for row in table.values())
+    return {"table": table, "judged": sum(sum(r.values()) for r in table.values()),
+            "dismissal_precision": precision("benign", "benign"), "attack_precision": precision("attack", "attack"),
+            "attack_recall": table.get("attack", {}).get("attack", 0) / attacks if attacks else None,
+            "benign_recall": table.get("benign", {}).get("benign", 0) / benign if benign else None,
+            "attack_category_accuracy": category_right / attack_right if attack_right else None}
 
 
 def scored_record(record: RiskRecord, labels_dir: Path) -> ScoredRecord:
     """A stored record, its source made relative to the labels folder so it matches `unit.file`."""
     lines = tuple(record.evidence.line_numbers) or tuple(range(record.line_start, record.line_end + 1))
     return ScoredRecord(source=_relative(record.source, labels_dir), line_numbers=lines,
-                        category=record.category, risk_level=record.risk_level)
+                        category=record.category, risk_level=record.risk_level,
+                        verdict=record.verdict.get("verdict"), verdict_category=record.verdict.get("category"))
 
 
 def _relative(source: str, labels_dir: Path) -> str:

@@ -19,9 +19,10 @@ Owns the merge policy (the LLM never lowers what the rules know):
   not every record's); indicators are extracted deterministically;
 - techniques are kept only when they are in the shipped ATT&CK table (an invented one is noted in
   `rejected` too);
-- a group of baseline deviations alone (no rule) may be dismissed: an answer that showed one of its
-  lines and has no finding at all keeps it at `info` with the model's reason; a finding on its
-  lines raises it but leaves the baseline's category.
+- a group of baseline deviations alone (no rule) takes the model's enumerated verdicts on its lines
+  (analyze_v4): all `benign` keeps it at `info` (dismissed), any `attack` raises it to
+  `ATTACK_VERDICT_FLOOR`, `suspicious` leaves its level; the verdict is kept on the record. A
+  finding on its lines raises it too; the baseline's category stays either way.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
 """
@@ -50,7 +51,7 @@ from logwarden.app.textgate import REASONS, Checked, check, rejected_techniques
 from logwarden.engine.api import Engine
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import LLMAssessment, risk_rank
-from logwarden.schemas.assessment import Finding
+from logwarden.schemas.assessment import DeviationVerdict, Finding
 from logwarden.schemas.record import (
     HOST_SEPARATOR,
     STORED_TEXT_MAX,
@@ -64,6 +65,7 @@ from logwarden.schemas.record import (
 )
 
 LLM_ONLY_MIN_RISK = "medium"
+ATTACK_VERDICT_FLOOR = "medium"  # a deviation the model judged an attack: an attack attempt at least
 MAX_EVIDENCE_LINES = 500
 MAX_EXEMPLARS = 10
 EXEMPLAR_CHARS = 1000
@@ -188,28 +190,51 @@ def parse_assessment(text: str) -> LLMAssessment:
         raise AssessmentError(f"model output is not a valid LLMAssessment: {exc}") from None
 
 
-CUT_NOTE = "(the model's answer was cut at its token budget; the findings it wrote whole are kept)"
-
-
 def complete_findings(text: str) -> LLMAssessment | None:
-    """The findings a grammar-bound answer wrote whole before its token budget ran out (the answer is
-    a prefix of valid JSON: `{"findings": [{…}, {…}, {…` ), or None when not one was finished."""
-    start = text.find("[")
-    if not text.lstrip().startswith('{"findings"') or start < 0:
+    """The verdicts and findings a grammar-bound answer wrote whole before its token budget ran out
+    (the answer is a prefix of valid JSON: `{"verdicts": [{…}, {…}], "findings": [{…}, {…` ), or
+    None when it finished neither one verdict nor one finding. A cut recommendation is left out."""
+    head = text.lstrip()
+    verdicts: list = []
+    if head.startswith(_VERDICTS):
+        verdicts, at, closed = _whole_items(head, len(_VERDICTS))
+        rest = head[at:].lstrip()
+        if not closed or not rest.startswith(_FINDINGS_NEXT):
+            return _first_valid(verdicts, [])
+        head, start = rest, len(_FINDINGS_NEXT)
+    elif head.startswith(_FINDINGS):
+        start = len(_FINDINGS)
+    else:
         return None
-    decoder, findings, at = json.JSONDecoder(), [], start + 1
+    findings, _, _ = _whole_items(head, start)
+    return _first_valid(verdicts, findings)
+
+
+_VERDICTS, _FINDINGS, _FINDINGS_NEXT = '{"verdicts": [', '{"findings": [', ', "findings": ['
+
+
+def _whole_items(text: str, at: int) -> tuple[list, int, bool]:
+    """The JSON values of an array whose "[" ends before `at`, as far as they are whole; where they
+    end; whether the array was closed."""
+    decoder, items = json.JSONDecoder(), []
     while True:
         at = len(text) - len(text[at:].lstrip(", \n"))
+        if text.startswith("]", at):
+            return items, at + 1, True
         try:
-            finding, at = decoder.raw_decode(text, at)
+            item, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError:
-            break
-        findings.append(finding)
-    while findings:  # an empty list is no verdict: "nothing abnormal" needs the reason the cut took
+            return items, at, False
+        items.append(item)
+
+
+def _first_valid(verdicts: list, findings: list) -> LLMAssessment | None:
+    """The longest valid answer of these items (a last one cut inside may fail validation)."""
+    while verdicts or findings:
         try:
-            return LLMAssessment.model_validate(clean_value({"findings": findings, "recommendation": CUT_NOTE}))
+            return LLMAssessment.model_validate(clean_value({"verdicts": verdicts, "findings": findings}))
         except ValidationError:
-            findings = findings[:-1]
+            findings, verdicts = (findings[:-1], verdicts) if findings else ([], verdicts[:-1])
     return None
 
 
@@ -285,6 +310,8 @@ def claims_of(results: Sequence[LLMResult], window: Window) -> list[_Claim]:
 
 def _advice(result: LLMResult) -> Checked:
     """The answer's recommendation through the gate; the anomaly of one of its findings said again is a repeat."""
+    if not result.assessment.recommendation.strip():
+        return Checked("")  # optional (analyze_v4): left out is not rejected, the rules' text stands
     advice = check(result.assessment.recommendation, result.digest, ids=result.lines_of)
     if advice.passed and any(advice.text == f.anomaly.strip() for f in result.assessment.findings):
         return Checked("", "repeat", advice.grounded)
@@ -347,15 +374,30 @@ def _explaining(group: _Group, claims: Sequence[_Claim]) -> list[_Claim]:
                    and not group.lines.isdisjoint(c.lines)), key=lambda c: -c.rank)
 
 
-def _dismissing(group: _Group, results: Sequence[LLMResult]) -> LLMResult | None:
-    """The answer that judged a group of deviations normal: a prompt that showed one of its lines (as a
-    line, not inside a template) and was answered with no finding at all (the dismissal). An answer
-    with findings elsewhere does not speak for the lines it left out: it may name FINDINGS_MAX at most,
-    and a focused part shows more deviations than that. None for a rules' group."""
+_SEVERITY = {"benign": 0, "suspicious": 1, "attack": 2}
+
+
+@dataclass(slots=True)
+class _Judged:
+    """The model's verdict on a group of deviations: the most severe of its lines' verdicts."""
+
+    verdict: DeviationVerdict
+    result: LLMResult
+
+    @property
+    def as_dict(self) -> dict[str, str]:
+        return {"verdict": self.verdict.verdict, "stage": self.verdict.stage, "category": self.verdict.category}
+
+
+def _judged(group: _Group, results: Sequence[LLMResult]) -> _Judged | None:
+    """The verdict on a group of deviations alone: of every verdict an answer gave on one of its lines,
+    the most severe (one `attack` outweighs any number of `benign`). None for a rules' group or when
+    no answer judged its lines."""
     if not group.deviations_only:
         return None
-    return next((r for r in results if r.assessment is not None and not r.assessment.findings
-                 and any(group.lines.intersection(shown) for ref, shown in r.lines_of.items() if ref.startswith("L"))), None)
+    found = [_Judged(v, r) for r in results if r.assessment is not None for v in r.assessment.verdicts
+             if group.lines.intersection(r.lines_of.get(v.line, ()))]
+    return max(found, key=lambda j: _SEVERITY[j.verdict.verdict], default=None)
 
 
 # ---- records --------------------------------------------------------------------------------------
@@ -442,7 +484,8 @@ def _rules_anomaly(group: _Group) -> str:
 def _record(window: Window, *, category: str, key: str, level: str, events: Sequence[Event], anomaly: str,
             recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
             prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
-            ungrounded: Sequence[str] = (), rejected: dict[str, str] | None = None) -> RiskRecord:
+            ungrounded: Sequence[str] = (), rejected: dict[str, str] | None = None,
+            verdict: dict[str, str] | None = None) -> RiskRecord:
     indicators = extract_indicators(events)
     return RiskRecord(
         id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
@@ -461,22 +504,18 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
         prompt_version=prov.prompt_version, run_id=prov.run_id,
         raw_model_output=llm.raw_output if llm else None, engine_stats=llm.stats if llm else None,
         llm_error=llm.error if llm else None, ungrounded=list(ungrounded), rejected=dict(rejected or {}),
+        verdict=dict(verdict or {}),
     )
 
 
 def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Provenance,
-                  failure: LLMResult | None, dismissed: LLMResult | None = None) -> RiskRecord:
+                  failure: LLMResult | None, judged: _Judged | None = None) -> RiskRecord:
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
     common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
                   category=group.category)
-    if claim is None and dismissed is not None:
-        said = check(dismissed.assessment.recommendation, dismissed.digest, ids=dismissed.lines_of)
-        return _record(window, level="info",
-                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {said.text or NOTHING_FOUND}"[
-                           :STORED_TEXT_MAX],
-                       recommendation=DISMISSED, techniques=_techniques(rule_techniques), decided_by="rules+llm",
-                       llm=dismissed, rejected={"recommendation": said.reason} if said.reason else None, **common)
+    if claim is None and judged is not None:
+        return _judged_record(window, group, judged, _techniques(rule_techniques), common)
     if claim is None:
         return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
                        recommendation=DEFAULT_RECOMMENDATION[group.category],
@@ -485,7 +524,30 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
                    anomaly=claim.anomaly or _rules_anomaly(group),
                    recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
-                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected, **common)
+                   llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected,
+                   verdict=judged.as_dict if judged else None, **common)
+
+
+def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: list[Technique],
+                   common: dict) -> RiskRecord:
+    """A group of deviations as the model's verdict leaves it: benign → `info` with its reason (a
+    dismissal), attack → at least `ATTACK_VERDICT_FLOOR`, suspicious → the baseline's level."""
+    verdict, result = judged.verdict, judged.result
+    said = check(result.assessment.recommendation, result.digest, ids=result.lines_of) \
+        if result.assessment.recommendation.strip() else Checked("")
+    rejected = {"recommendation": said.reason} if said.reason else None
+    if verdict.verdict == "benign":
+        return _record(window, level="info",
+                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {said.text or NOTHING_FOUND}"[
+                           :STORED_TEXT_MAX],
+                       recommendation=DISMISSED, techniques=techniques, decided_by="rules+llm", llm=result,
+                       rejected=rejected, verdict=judged.as_dict, **common)
+    floor = max(group.floor, ATTACK_VERDICT_FLOOR, key=risk_rank) if verdict.verdict == "attack" else group.floor
+    stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"
+    return _record(window, level=floor,
+                   anomaly=f"{_rules_anomaly(group)} — judged {verdict.verdict} by the model{stage}"[:STORED_TEXT_MAX],
+                   recommendation=said.text or DEFAULT_RECOMMENDATION[group.category], techniques=techniques,
+                   decided_by="rules+llm", llm=result, rejected=rejected, verdict=judged.as_dict, **common)
 
 
 def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequence[Signal]) -> RiskRecord:
@@ -523,8 +585,8 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
     for group in groups:
         explaining = _explaining(group, claims)
         used |= {id(c) for c in explaining}
-        dismissed = None if explaining else _dismissing(group, results)
-        records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure, dismissed))
+        records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure,
+                                     _judged(group, results)))
     for claim in _distinct([c for c in claims if id(c) not in used]):
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
             records.append(_claim_record(window, claim, prov, signals))

@@ -28,7 +28,7 @@ from functools import lru_cache
 from logwarden.app import attack
 from logwarden.app.grounding import Grounded, ground
 from logwarden.app.mine import MASKING_RULES
-from logwarden.prompts import INCIDENT_PROMPT_VERSION, PROMPT_VERSION, USER_LEAD, system_prompt
+from logwarden.prompts import ANALYZE_VERSIONS, INCIDENT_PROMPT_VERSION, USER_LEAD, system_prompt
 
 # Why a model text was rejected (the value stored in a record's or incident's `rejected`).
 REASONS = {
@@ -153,9 +153,11 @@ def _ngrams(text: str) -> set[tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def _instruction_ngrams() -> frozenset[tuple[str, ...]]:
-    """Every ECHO_WORDS-gram of what the model is told: the analysis and incident prompts, the user
-    prompt's lead, and the descriptions in the answer schemas (a model copies those back too)."""
-    texts = [system_prompt(PROMPT_VERSION), system_prompt(INCIDENT_PROMPT_VERSION), USER_LEAD, *_schema_texts()]
+    """Every ECHO_WORDS-gram of what the model is told: the analysis prompts (this one and the one
+    before it: an adapter taught on it copies its sentences), the incident prompt, the user prompt's
+    lead, and the descriptions in the answer schemas (a model copies those back too)."""
+    texts = [system_prompt(v) for v in ANALYZE_VERSIONS] + [system_prompt(INCIDENT_PROMPT_VERSION), USER_LEAD,
+                                                            *_schema_texts()]
     return frozenset(gram for text in texts for line in text.splitlines() for gram in _ngrams(line))
 
 

@@ -3,7 +3,8 @@ part fences the window digest as untrusted data. Bump the version when either ch
 part of every record id. `analyze_v1.txt` (one anomaly/trace/recommendation answer, record
 schema 1) stays for reading old records; `analyze_v2` asks for evidence-pinned findings;
 `analyze_v3` adds the learned baseline's deviations (judge each: a finding, or ordinary variety)
-and rules as summary rows."""
+and rules as summary rows; `analyze_v4` asks for an enumerated verdict on each deviation (benign,
+suspicious, attack; stage; category) before any finding, and makes the recommendation optional."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 
-PROMPT_VERSION = "analyze_v3"
+PROMPT_VERSION = "analyze_v4"
+ANALYZE_VERSIONS = ("analyze_v2", "analyze_v3", PROMPT_VERSION)  # those an answer may echo (the gate knows them all)
 FENCE = "<<<LOG_DIGEST"
 FENCE_END = "LOG_DIGEST>>>"
 USER_LEAD = f"Untrusted log digest between the markers:\n{FENCE}\n"  # how every user prompt starts

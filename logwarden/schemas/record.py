@@ -104,6 +104,9 @@ class RiskRecord(_Strict):
     # The model's texts that failed the gate (app/textgate.py): field (anomaly, recommendation,
     # techniques) → why (a `textgate.REASONS` key); those fields hold the rules' text instead.
     rejected: dict[str, str] = Field(default_factory=dict, max_length=LIST_MAX)
+    # The model's enumerated verdict on a baseline deviation (verdict, stage, category; analyze_v4):
+    # benign kept it at info, attack raised it; empty when the model gave none.
+    verdict: dict[str, str] = Field(default_factory=dict, max_length=4)
 
     @property
     def hosts(self) -> list[str]:

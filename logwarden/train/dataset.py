@@ -34,12 +34,11 @@ from logwarden.engine.api import CountTokens, approx_tokens
 from logwarden.errors import ConfigError
 from logwarden.prompts import PROMPT_VERSION, system_prompt, user_prompt
 from logwarden.schemas import LLMAssessment, risk_rank
-from logwarden.schemas.assessment import answer_schema
 from logwarden.train.scenarios import Scenario, draw
 from logwarden.train.targets import Truth, answer
 
 PROMPT_TOKEN_BUDGET = declared("prompt_token_budget")  # train on what production sends
-DATASET_VERSION = "6"  # 6: analyze_v3 prompts as the pipeline queues them (train/production.py)
+DATASET_VERSION = "7"  # 7: analyze_v4 prompts (a verdict per deviation) as the pipeline queues them (train/production.py)
 Generated = Callable[[int, str], Iterable["Example"]]  # (windows, split name) → their examples
 
 
@@ -121,7 +120,7 @@ def example_for(key: str, part: DigestPart, target: LLMAssessment, signals: list
     meta = meta | {"category": top.category if top else "benign", "risk": top.risk_level if top else "info",
                    "findings": len(target.findings), "part": part.index, "parts": part.total,
                    "rules": sorted({s.rule_id for s in signals}), "floor": [[s.category, s.level] for s in signals],
-                   "schema": answer_schema(part.refs)}
+                   "schema": part.schema()}
     return Example(key, system_prompt(), user_prompt(part.text), assistant_text(target), meta)
 
 

@@ -1,4 +1,4 @@
-"""Training prompts in production's shape (`analyze_v3`): what `analyze` queues for the model, with targets.
+"""Training prompts in production's shape (`analyze_v4`): what `analyze` queues for the model, with targets.
 
 Owns: running labelled files through the `Pipeline` itself — a baseline learned first from a
 history (`evaluate.history_scenario`: a site with a past, as `logwarden eval --history-share`
@@ -168,7 +168,7 @@ def item_answer(item: ReviewItem, truths: Sequence[Truth], rng: random.Random) -
     found = answer(truths, item.part, item.signals, rng)
     if found.findings:
         return found
-    return LLMAssessment(findings=[], recommendation=dismissal(item.signals))
+    return LLMAssessment(verdicts=found.verdicts, findings=[], recommendation=dismissal(item.signals))
 
 
 # ---- examples ----------------------------------------------------------------------------------------

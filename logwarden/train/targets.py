@@ -21,7 +21,14 @@ from logwarden.app.events import Signal
 from logwarden.app.grounding import ground
 from logwarden.app.postprocess import DEFAULT_RECOMMENDATION
 from logwarden.schemas import LLMAssessment, risk_rank
-from logwarden.schemas.assessment import ANOMALY_MAX, EVIDENCE_MAX, FINDINGS_MAX, RECOMMENDATION_MAX, Finding
+from logwarden.schemas.assessment import (
+    ANOMALY_MAX,
+    EVIDENCE_MAX,
+    FINDINGS_MAX,
+    RECOMMENDATION_MAX,
+    DeviationVerdict,
+    Finding,
+)
 
 NOTHING = "No action needed."
 EXCERPT_CHARS = 90  # of a cited line, quoted into a written-from-facts anomaly (answer tokens are CPU time)
@@ -117,15 +124,40 @@ def finding(truth: Truth, part: DigestPart, signals: Sequence[Signal]) -> Findin
                    techniques=_techniques(truth), risk_level=_risk(truth, cited, signals))
 
 
+# The attack stage a verdict names for a truth of each category (system failures are no attack).
+STAGE_OF = {"brute_force": "credential_access", "reconnaissance": "reconnaissance", "web_attack": "initial_access",
+            "privilege_escalation": "privilege_escalation", "malware_execution": "execution",
+            "account_persistence": "persistence", "data_exfiltration": "exfiltration", "system_failure": "none",
+            "policy_violation": "impact"}
+
+
+def verdicts(truths: Sequence[Truth], part: DigestPart) -> list[DeviationVerdict]:
+    """One verdict per deviation the part shows: an attack of the truth whose lines hold it, else benign
+    (a system failure is `suspicious`: abnormal, no attack)."""
+    out = []
+    for ref in part.deviations:
+        lines = set(part.lines_of.get(ref, ()))
+        truth = next((t for t in truths if t.lines & lines), None)
+        if truth is None:
+            out.append(DeviationVerdict(line=ref, verdict="benign", stage="none", category="benign"))
+        else:
+            out.append(DeviationVerdict(line=ref, verdict="suspicious" if truth.category == "system_failure" else "attack",
+                                        stage=STAGE_OF.get(truth.category, "none"), category=truth.category))
+    return out
+
+
 def answer(truths: Sequence[Truth], part: DigestPart, signals: Sequence[Signal], rng: random.Random) -> LLMAssessment:
-    """The part's answer: its incidents' findings, riskiest first, and the riskiest one's advice (grounded)."""
+    """The part's answer: a verdict per deviation shown, its incidents' findings, riskiest first, and
+    the riskiest one's advice (grounded)."""
+    judged = verdicts(truths, part)
     pairs = [(t, f) for t in truths if (f := finding(t, part, signals)) is not None]
     pairs.sort(key=lambda tf: -risk_rank(tf[1].risk_level))
     pairs = pairs[:FINDINGS_MAX]
     if not pairs:
-        return LLMAssessment(findings=[], recommendation=NOTHING)
+        return LLMAssessment(verdicts=judged, findings=[], recommendation=NOTHING)
     top = pairs[0][0]
     advice = ground(rng.choice(top.advice), part.text).text if top.advice else ""
     if not advice or len(advice) > RECOMMENDATION_MAX:
         advice = DEFAULT_RECOMMENDATION[top.category]
-    return LLMAssessment(findings=[f for _, f in pairs], recommendation=_clip(advice, RECOMMENDATION_MAX))
+    return LLMAssessment(verdicts=judged, findings=[f for _, f in pairs],
+                         recommendation=_clip(advice, RECOMMENDATION_MAX))

@@ -156,3 +156,23 @@ def test_eval_history_share_learns_history_first_and_scores_the_rest(tmp_path):
     off = CliRunner().invoke(eval_command, ["--labels", str(tmp_path / "labels.jsonl"), "--rules-only",
                                             "--history-share", "0.5", "--baseline", "off", "--json"])
     assert json.loads(off.stdout)["rules-only"]["overall"]["detected"] == 0  # the rules know nothing of qtyA
+
+
+def test_the_models_verdicts_are_scored_against_the_labels():
+    from logwarden.app.evaluate import LabelledUnit, ScoredRecord, score
+
+    units = [LabelledUnit(file="a.log", line_start=1, line_end=5, category="benign", risk_min="info", risk_max="low"),
+             LabelledUnit(file="a.log", line_start=6, line_end=9, category="web_attack", risk_min="medium")]
+
+    def judged(lines, verdict, category="benign"):
+        return ScoredRecord("a.log", tuple(lines), "web_attack", "low", verdict=verdict, verdict_category=category)
+
+    records = [judged([1], "benign"), judged([2], "benign"), judged([7], "benign"),  # one attack dismissed
+               judged([8], "attack", "web_attack"), judged([3], "attack", "web_attack"),
+               judged([9], "attack", "reconnaissance"), judged([40], "attack"),  # line 40: no label, not counted
+               ScoredRecord("a.log", (4,), "web_attack", "low")]  # no verdict: a rule's record
+    v = score(units, records).verdicts
+    assert v["table"] == {"benign": {"benign": 2, "attack": 1}, "attack": {"benign": 1, "attack": 2}}
+    assert v["judged"] == 6 and v["dismissal_precision"] == 2 / 3 and v["attack_precision"] == 2 / 3
+    assert v["attack_category_accuracy"] == 1 / 2
+    assert score(units, records[-1:]).verdicts == {}

@@ -291,12 +291,23 @@ def test_a_cut_answer_keeps_the_findings_it_wrote_whole():
     result = _cut('{"findings": [' + _FINDING + ", " + _FINDING[:40])
     assert result.error is None and result.stats["cut_at_budget"] is True
     assert [f.category for f in result.assessment.findings] == ["web_attack"]
-    assert "cut at its token budget" in result.assessment.recommendation
+    assert result.assessment.recommendation == ""  # a cut recommendation is left out, not kept half
     whole = _cut('{"findings": [' + _FINDING + ", " + _FINDING + '], "recommendation": "Block the add')
     assert len(whole.assessment.findings) == 2
 
 
+_VERDICT = '{"line": "L3", "verdict": "attack", "stage": "initial_access", "category": "web_attack"}'
+
+
+def test_a_cut_answer_keeps_the_verdicts_it_wrote_whole():
+    only = _cut('{"verdicts": [' + _VERDICT + ', {"line": "L4", "verd')
+    assert [v.verdict for v in only.assessment.verdicts] == ["attack"] and only.assessment.findings == []
+    both = _cut('{"verdicts": [' + _VERDICT + '], "findings": [' + _FINDING + ", " + _FINDING[:30])
+    assert len(both.assessment.verdicts) == 1 and len(both.assessment.findings) == 1
+
+
 def test_a_cut_answer_without_a_whole_finding_is_a_failure():
-    for text in ('{"findings": [' + _FINDING[:50], '{"findings": [], "recommendation": "Ordinary tra', '{"find'):
+    for text in ('{"findings": [' + _FINDING[:50], '{"findings": [], "recommendation": "Ordinary tra', '{"find',
+                 '{"verdicts": [' + _VERDICT[:30]):
         result = _cut(text)
         assert result.assessment is None and "token budget" in result.error

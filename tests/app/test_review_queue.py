@@ -24,8 +24,16 @@ from logwarden.app.pipeline import Pipeline, RunOptions
 from logwarden.app.review import Budget
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.cli.main import main
+from logwarden.schemas.assessment import schema_deviations
 
-NOTHING = '{"findings":[],"recommendation":"Ordinary page views from known clients."}'
+ORDINARY = "Ordinary page views from known clients."
+
+
+def benign(request) -> str:
+    """The answer that judges every deviation the prompt shows benign (its schema names their lines)."""
+    verdicts = [{"line": ref, "verdict": "benign", "stage": "none", "category": "benign"}
+                for ref in schema_deviations(request.schema or {})]
+    return json.dumps({"verdicts": verdicts, "findings": [], "recommendation": ORDINARY})
 STAMP = "10/Mar/2024:06:55:46 +0000"
 
 
@@ -41,14 +49,14 @@ def review_calls(engine: FakeEngine) -> list[list[str]]:
     return [[r.user for r in call] for call in engine.calls if not all(r.user.startswith(INCIDENT_LEAD) for r in call)]
 
 
-def reviewer(answer=lambda _user: NOTHING, crash_on_call: int | None = None) -> FakeEngine:
-    """Answers every prompt with `answer(user)`; review call number `crash_on_call` (from 0) is a `Crash`."""
+def reviewer(answer=benign, crash_on_call: int | None = None) -> FakeEngine:
+    """Answers every prompt with `answer(request)`; review call number `crash_on_call` (from 0) is a `Crash`."""
     engine = FakeEngine()
 
     def reply(request):
         if crash_on_call is not None and len(review_calls(engine)) == crash_on_call + 1:
             return Crash()
-        return answer(request.user)
+        return answer(request)
 
     engine.script = reply
     return engine
@@ -110,8 +118,35 @@ def test_a_deviation_the_model_finds_nothing_on_is_kept_at_info_with_its_reason(
     metrics = run(store, reviewer(), today)
     records = deviation_records(store)
     assert records and all(r.risk_level == "info" and r.decided_by == "rules+llm" for r in records)
-    assert all("judged normal by the model: Ordinary page views from known clients." in r.anomaly for r in records)
+    assert all(f"judged normal by the model: {ORDINARY}" in r.anomaly for r in records)
+    assert all(r.verdict == {"verdict": "benign", "stage": "none", "category": "benign"} for r in records)
     assert metrics.deviations_dismissed == len(records)
+
+
+def test_a_deviation_judged_an_attack_is_raised_and_one_judged_suspicious_keeps_its_level(site):
+    store, today = site
+
+    def judge(request):
+        # the prompt shows each line as " L36 (T1): …" (after the deviations' notes); "sort=" marks the attack
+        lines = {ln.split()[0].rstrip(":"): ln for ln in request.user.split("\n") if ln.startswith(" L")}
+        verdicts = [{"line": ref, "verdict": "attack" if "sort=" in lines.get(ref, "") else "suspicious",
+                     "stage": "initial_access", "category": "web_attack"} for ref in schema_deviations(request.schema)]
+        return json.dumps({"verdicts": verdicts, "findings": []})
+
+    run(store, reviewer(judge), today)
+    records = deviation_records(store)
+    [attack] = [r for r in records if "sort=" in r.evidence.exemplars[0].text]
+    assert (attack.risk_level, attack.decided_by, attack.verdict["verdict"]) == ("medium", "rules+llm", "attack")
+    assert "judged attack by the model, initial access" in attack.anomaly
+    others = [r for r in records if r is not attack]
+    assert others and all((r.risk_level, r.verdict["verdict"]) == ("low", "suspicious") for r in others)
+
+
+def test_an_answer_without_verdicts_dismisses_nothing(site):
+    store, today = site
+    run(store, reviewer(lambda _r: json.dumps({"findings": [], "recommendation": ORDINARY})), today)
+    records = deviation_records(store)
+    assert records and all(r.risk_level != "info" and r.verdict == {} for r in records)
 
 
 def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_category_and_dismisses_no_other(site):
@@ -124,7 +159,7 @@ def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_cate
                                          "category": "reconnaissance", "techniques": ["T1190"], "risk_level": "high"}],
                            "recommendation": "Block 198.51.100.99."})
 
-    run(store, reviewer(lambda user: answer(user) if "sort=" in user else NOTHING), today)
+    run(store, reviewer(lambda r: answer(r.user) if "sort=" in r.user else benign(r)), today)
     records = deviation_records(store)
     [confirmed] = [r for r in records if r.risk_level == "high"]
     # the base model's categories for web deviations were wrong twice as often as the baseline's (EVAL.md)
@@ -214,7 +249,7 @@ def test_records_explain_streams_the_models_narrative(site, monkeypatch):
     [record, *_] = deviation_records(store)
     answer = ('{"findings":[{"evidence":["L1"],"anomaly":"Unknown parameter on item.php",'
               '"category":"web_attack","techniques":["T1190"],"risk_level":"low"}],"recommendation":"Watch it."}')
-    monkeypatch.setattr(backends, "open_engine", lambda _options: reviewer(lambda _user: answer))
+    monkeypatch.setattr(backends, "open_engine", lambda _options: reviewer(lambda _request: answer))
     result = CliRunner().invoke(main, ["records", "explain", record.id, "--db", str(store.engine.url)])
     assert result.exit_code == 0, result.output
     assert answer in result.stdout.replace("\n", "")

@@ -48,7 +48,7 @@ def test_prompt_is_the_pipelines_prompt(batch):
         assert example.user.startswith("Untrusted log digest") and FENCE in example.user
         assert f"source: {rendered.scenario.path}" in example.user
         assert "rules fired:" in example.user and "\nlines:\n" in example.user
-        assert example.meta["schema"] == answer_schema(rendered.parts[0].refs)
+        assert example.meta["schema"] == rendered.parts[0].schema()
 
 
 def test_targets_validate_and_respect_the_rule_floor(batch):

@@ -121,7 +121,7 @@ def test_generated_windows_in_production_shape_build_a_v3_dataset(tmp_path):
         manifest = build_dataset(tmp_path / "ds", n=60, seed=7, generated=generated)
     finally:
         judge.close()
-    assert manifest["prompt_version"] == PROMPT_VERSION == "analyze_v3"
+    assert manifest["prompt_version"] == PROMPT_VERSION == "analyze_v4"
     assert manifest["targets_ungrounded"] == 0 and manifest["counts"]["train"] > 0
     rows = (tmp_path / "ds" / "train.jsonl").read_text().splitlines()
     import json

@@ -252,6 +252,12 @@ def _step_rejected_texts(conn: Connection) -> None:
         conn.execute(text(f"ALTER TABLE {table} ADD COLUMN rejected JSON NOT NULL DEFAULT '{{}}'"))
 
 
+def _step_deviation_verdicts(conn: Connection) -> None:
+    """Issue 38. The model's enumerated verdict on a baseline deviation (verdict, stage, category).
+    Rows stored before hold an empty map: no verdict was asked then."""
+    conn.execute(text("ALTER TABLE records ADD COLUMN verdict JSON NOT NULL DEFAULT '{}'"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -268,6 +274,7 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     (11, "sources: line hashes and the last line read, to resume by content", _step_line_hashes),
     # issue 38
     (12, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
+    (13, "records: the model's verdict on a baseline deviation", _step_deviation_verdicts),
 )
 LATEST_VERSION = STEPS[-1][0]
 

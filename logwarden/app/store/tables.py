@@ -155,6 +155,7 @@ class Record(Base):
     llm_error: Mapped[str | None] = mapped_column(Text)
     ungrounded: Mapped[list[Any]] = mapped_column(default=list)
     rejected: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    verdict: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
     __table_args__ = (Index("ix_records_risk_rank_last_ts", "risk_rank", "last_ts"),)
 
