@@ -27,10 +27,10 @@ from logwarden.app.detect.pack import (
     load_ruleset,
     shipped_ruleset,
 )
-from logwarden.app.detect.view import EventView, url_decode
+from logwarden.app.detect.view import EventView
 
 __all__ = ["CompiledRule", "Detector", "EventView", "Profile", "RuleSet", "RuleSources", "describe_rules", "load_rules", "load_sources",
-           "load_ruleset", "profile_from_settings", "ruleset_for", "shipped_ruleset", "url_decode"]
+           "load_ruleset", "profile_from_settings", "ruleset_for", "shipped_ruleset"]
 
 
 def profile_from_settings(settings: Settings) -> Profile:

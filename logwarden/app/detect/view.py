@@ -2,7 +2,7 @@
 
 Owns field resolution for rules: the event's `fields` → the logsource's aliases (Sigma taxonomy
 names such as `Image` on a Security 4688 event, `cs-uri-query` on an access event) → Event
-attributes (`message`, `program`, `host`, …) → derived fields (`path_decoded`, …) → dotted paths
+attributes (`message`, `program`, `host`, …) → derived fields (`path_decoded`, … normalised by `normalise.py`) → dotted paths
 into nested values, and for JSON events into the original record (`userIdentity.arn`,
 `actor.alternateId`; case-insensitive as a last resort). Values become text once per event and
 field (lists stay lists: a rule matches when any element does). Knows nothing about rules.
@@ -13,29 +13,16 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
-from urllib.parse import unquote_plus
 
 from logwarden.app.detect.logsource import Alias
+from logwarden.app.detect.normalise import forms
 from logwarden.app.events import Event
 from logwarden.app.parse import bounded_json
 from logwarden.app.parse.cloud import cloudtrail_record
 
 ATTRIBUTE_FIELDS = frozenset(("message", "raw", "program", "host", "format", "source"))
 _JSON_FORMATS = frozenset(("json", "cloudtrail", "windows"))
-_MAX_DECODE_ROUNDS = 3  # attackers double- and triple-encode to slip past naive filters
 _MISSING = object()
-
-
-def url_decode(text: str) -> str:
-    """Percent/plus-decode until stable (at most a few rounds), so `%2527` becomes `'`."""
-    for _ in range(_MAX_DECODE_ROUNDS):
-        if "%" not in text and "+" not in text:
-            break
-        decoded = unquote_plus(text)
-        if decoded == text:
-            break
-        text = decoded
-    return text
 
 
 def _request_target(event: Event) -> str:
@@ -43,11 +30,12 @@ def _request_target(event: Event) -> str:
     return str(fields.get("path") or fields.get("request") or event.message or "")
 
 
-# Fields computed from others; rules name them like any field.
+# Fields computed from others; rules name them like any field. The `_decoded` fields are the text as
+# the attacker meant it, in each of its normal forms (`normalise.forms`: a rule matches any of them).
 DERIVED_FIELDS = {
-    "path_decoded": lambda e: url_decode(_request_target(e)),
-    "request_decoded": lambda e: url_decode(str(e.fields.get("request") or e.message or "")),
-    "user_agent_decoded": lambda e: url_decode(str(e.fields.get("user_agent") or "")) or None,
+    "path_decoded": lambda e: forms(_request_target(e)),
+    "request_decoded": lambda e: forms(str(e.fields.get("request") or e.message or "")),
+    "user_agent_decoded": lambda e: forms(str(e.fields.get("user_agent") or "")) or None,
 }
 
 

@@ -17,7 +17,8 @@ from _rule_events import (
     web,
 )
 
-from logwarden.app.detect import Detector, url_decode
+from logwarden.app.detect import Detector
+from logwarden.app.detect.normalise import decoded
 from logwarden.app.events import Event
 
 
@@ -255,9 +256,9 @@ def test_many_distinct_paths_is_crawling_but_static_assets_do_not_count(rules):
 
 
 def test_url_decode_handles_double_encoding_and_plus():
-    assert url_decode("%2527%2520or%25201%253D1") == "' or 1=1"
-    assert url_decode("a+b%20c") == "a b c"
-    assert url_decode("100%") == "100%"
+    assert decoded("%2527%2520or%25201%253D1") == "' or 1=1"
+    assert decoded("a+b%20c") == "a b c"
+    assert decoded("100%") == "100%"
 
 
 def apache_error(line: str, line_no: int = 1) -> Event:
