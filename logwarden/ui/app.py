@@ -11,6 +11,7 @@ import streamlit as st
 
 from logwarden.errors import LogwardenError
 from logwarden.ui import auth, data, scope, style
+from logwarden.ui.text import escape_markdown
 
 # Long evidence lines wrap instead of running off the page.
 TABLE_CSS = "[data-testid='stCode'] pre, [data-testid='stCode'] code {white-space: pre-wrap !important; word-break: break-all;}"
@@ -37,7 +38,7 @@ def main() -> None:
         data.store_for(url)
         scope.render_sidebar(url)
     except LogwardenError as exc:
-        st.error(str(exc))
+        st.error(escape_markdown(str(exc), one_line=True))
         st.stop()
     pages = [st.Page(f"views/{file}", title=title, icon=icon, url_path=path, default=(i == 0))
              for i, (file, title, icon, path) in enumerate(PAGES)]

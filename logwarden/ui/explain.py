@@ -11,6 +11,7 @@ from logwarden.app.explain import explain
 from logwarden.app.pipeline import RunOptions
 from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
+from logwarden.ui.text import escape_markdown
 
 
 def explain_button(record: RiskRecord) -> None:
@@ -26,8 +27,8 @@ def explain_button(record: RiskRecord) -> None:
             text += piece
             shown.text(text)
     except LogwardenError as exc:
-        st.error(str(exc))
+        st.error(escape_markdown(str(exc), one_line=True))
         return
     grounded = explanation.report()["grounded_anomalies"]
     if grounded:
-        st.caption("Grounded in the evidence: " + " · ".join(grounded))
+        st.caption(escape_markdown("Grounded in the evidence: " + " · ".join(grounded), one_line=True))

@@ -4,11 +4,14 @@ started as a subprocess on a free loopback port, over a store filled by the real
 Set LOGWARDEN_UPDATE_SCREENSHOTS=1 to also refresh docs/screenshots/ (overview, the records queue,
 a record, the HTML report; kept out of ordinary runs so that tests do not rewrite tracked files).
 Every page load records the requests the page makes: none may go to a host other than the app's.
+Each page first opens the URL with the access token that `logwarden ui` printed (its cookie then
+lets the browser in; tests/ui/test_ui_door.py checks who else is kept out).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -35,18 +38,38 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def printed_url(log: Path) -> str | None:
+    """The URL `logwarden ui` told the analyst to open (with its token, when no password is set)."""
+    found = re.search(r"logwarden ui on (http://\S+)", log.read_text())
+    return found.group(1) if found else None
+
+
+def printed_token(log: Path) -> str | None:
+    found = re.search(r"[?&]token=([\w-]+)", printed_url(log) or "")
+    return found.group(1) if found else None
+
+
 def wait_healthy(base: str, process: subprocess.Popen, log: Path, deadline_s: float = 120) -> None:
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"logwarden ui exited with {process.returncode}:\n{log.read_text()}")
+        token = printed_token(log)
         try:
-            if httpx.get(f"{base}/_stcore/health", timeout=2).text == "ok":
+            if printed_url(log) and httpx.get(f"{base}/_stcore/health", params={"token": token} if token else None,
+                                              timeout=2, follow_redirects=True).text == "ok":
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
     pytest.fail(f"logwarden ui did not answer within {deadline_s}s:\n{log.read_text()}")
+
+
+def sign_in(page, base: str, log: Path) -> None:
+    """Open the printed URL's token once (on a light path: no script run), as the analyst does."""
+    token = printed_token(log)
+    if token:
+        page.goto(f"{base}/_stcore/health?token={token}")
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +104,12 @@ def browser():
 
 
 @pytest.fixture
-def page(browser):
+def page(browser, server):
+    """A signed-in page of a module's `server` (a tuple: base URL first, the folder of server.log third)."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
+    sign_in(page, server[0], server[2] / "server.log")
     page.dialogs = []
     page.requested = []
     page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,10 +18,10 @@ HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[click]
 
 
 def rendered_text(markdown: str) -> str:
-    """CommonMark HTML of one paragraph, tags checked, back to the text it shows."""
+    """CommonMark HTML of one paragraph, tags checked (code spans are text), back to the text it shows."""
     out = MD.render(markdown).strip()
     assert out.startswith("<p>") and out.endswith("</p>"), out
-    inner = out[3:-4]
+    inner = out[3:-4].replace("<code>", "").replace("</code>", "")
     assert "<" not in inner.replace("<br />", ""), f"markup leaked: {out}"
     return html.unescape(inner.replace("<br />\n", "\n"))
 
@@ -35,6 +36,18 @@ def test_hostile_markdown_shows_literally():
        .filter(lambda s: s.strip() == s and s.strip()))
 def test_any_single_line_text_survives_escaping(text):
     assert rendered_text(escape_markdown(text, one_line=True)) == " ".join(text.split())
+
+
+def test_urls_and_addresses_are_code_that_no_linkifier_turns_into_links():
+    """GFM links bare URLs, www. names and e-mail addresses even when every character is escaped
+    (issue 43 item 6: URLs from logs were clickable): they become code spans, shown exactly."""
+    for text in ("GET https://evil.example/x?a=1_b from root@evil.example", "see www.evil.example.",
+                 "HTTP://EVIL.EXAMPLE/`tick`", "![pixel](http://evil.example/p.png) [a](https://evil.example)"):
+        escaped = escape_markdown(text, one_line=True)
+        outside_code = re.sub(r"<code>.*?</code>", "", MD.render(escaped))
+        assert "evil.example" not in outside_code.lower(), escaped  # nothing left for an autolinker
+        assert rendered_text(escaped) == text
+    assert escape_markdown("at https://evil.example/a.") == "at `https://evil.example/a`\\."
 
 
 def test_multiline_keeps_line_breaks_without_code_blocks():

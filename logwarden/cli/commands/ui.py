@@ -1,7 +1,9 @@
-"""`logwarden ui`: start the Streamlit audit dashboard on the store.
+"""`logwarden ui`: start the audit dashboard (`python -m logwarden.ui.serve`) on the store.
 
-Owns the server's safe defaults: loopback only unless told otherwise (with a warning), headless,
-no usage statistics, no browser opened; the store URL reaches the app through `LOGWARDEN_DB`.
+Owns the command's safe defaults: loopback only unless told otherwise (with a warning), a random
+access token printed in the URL when no password is set (like Jupyter), the names the browser may
+use beyond the bound address (`--allow-host`); the store URL and the token reach the server through
+its environment. Streamlit's own settings are fixed by the server (`logwarden/ui/serve.py`).
 Knows nothing of the pages (that is `logwarden/ui`).
 """
 
@@ -10,10 +12,10 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
+import secrets
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 from rich.markup import escape
@@ -21,8 +23,7 @@ from rich.markup import escape
 from logwarden.app.config import get_settings
 from logwarden.cli.common import db_option, err_console, handle_errors, open_store_from
 from logwarden.errors import ConfigError
-
-APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
+from logwarden.ui import TOKEN_VARIABLE
 
 
 @click.command()
@@ -30,9 +31,14 @@ APP = Path(__file__).resolve().parents[2] / "ui" / "app.py"
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback exposes the records to the network.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True, help="Port to listen on.")
+@click.option("--allow-host", "allowed", multiple=True, metavar="NAME",
+              help="Another host name the browser may use to reach the dashboard (a proxy's, this machine's). "
+                   "Any other name is refused: a web page whose name resolves here must not read the records.")
 @handle_errors
-def ui(db_url: str | None, host: str, port: int) -> None:
-    """Open the audit dashboard (Streamlit) on the store."""
+def ui(db_url: str | None, host: str, port: int, allowed: tuple[str, ...]) -> None:
+    """Open the audit dashboard (Streamlit) on the store.
+
+    Without LOGWARDEN_UI_PASSWORD the dashboard asks for a random token: open the URL printed."""
     if importlib.util.find_spec("streamlit") is None:
         raise ConfigError("The UI needs Streamlit: pip install streamlit")
     settings = get_settings()
@@ -44,18 +50,21 @@ def ui(db_url: str | None, host: str, port: int) -> None:
                           "read the records. " + ("Without LOGWARDEN_UI_PASSWORD the dashboard is read-only (no reviews); "
                                                   "set it to allow them. " if read_only else "")
                           + "Prefer an SSH tunnel or a proxy with TLS.", highlight=False)
-    err_console.print(f"logwarden ui on http://{escape(_url_host(host))}:{port}/ (Ctrl-C to stop)", highlight=False)
+    token = None if settings.ui_password else secrets.token_urlsafe(32)
+    entry = f"?token={token}" if token else ""
+    # soft_wrap: a URL cut over two lines cannot be copied
+    err_console.print(f"logwarden ui on http://{escape(_url_host(host))}:{port}/{entry} (Ctrl-C to stop)",
+                      highlight=False, soft_wrap=True)
     env = {**os.environ, "LOGWARDEN_DB": url, "LOGWARDEN_UI_READ_ONLY": "true" if read_only else "false"}
-    sys.exit(_run(streamlit_command(host, port), env))
+    env.pop(TOKEN_VARIABLE, None)
+    if token:
+        env[TOKEN_VARIABLE] = token
+    sys.exit(_run(server_command(host, port, allowed), env))
 
 
-def streamlit_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP),
-            "--server.address", host, "--server.port", str(port),
-            "--server.headless", "true",  # never open a browser on the server
-            "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none", "--server.runOnSave", "false",
-            "--client.toolbarMode", "viewer", "--global.developmentMode", "false"]
+def server_command(host: str, port: int, allowed: tuple[str, ...] = ()) -> list[str]:
+    return [sys.executable, "-m", "logwarden.ui.serve", "--host", host, "--port", str(port),
+            *(arg for name in allowed for arg in ("--allow-host", name))]
 
 
 def is_loopback(host: str) -> bool:

@@ -65,7 +65,7 @@ def _header(i) -> None:
     c1.metric("Risk", i.risk_level)
     c2.metric("Records", len(i.record_ids))
     c3.metric("Status", i.status)
-    c4.metric("Owner", i.owner or "-")
+    c4.metric("Owner", escape_markdown(i.owner, one_line=True) if i.owner else "-")
     st.caption(escape_markdown(f"{i.id} · {i.category} · {i.first_ts} → {i.last_ts} · hosts "
                                f"{', '.join(i.hosts) or '-'} · linked by {', '.join(i.pivots) or '-'}", one_line=True))
 

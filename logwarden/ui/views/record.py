@@ -144,7 +144,8 @@ def _rules(rule_ids: list[str]) -> None:
 
     for rule in describe_rules(rule_ids, ruleset_for((), get_settings())):
         level = f" [{rule['level']}]" if rule["level"] else ""
-        with st.expander(f"{rule['title']}{level} — {rule['id']}"):
+        # a pack's title is its author's text: a markdown image in it would be fetched when shown
+        with st.expander(escape_markdown(f"{rule['title']}{level} — {rule['id']}", one_line=True)):
             if rule["description"]:
                 st.text(rule["description"])
             if rule["falsepositives"]:

@@ -44,7 +44,7 @@ def _assess(text: str, use_model: bool) -> list[RiskRecord] | None:
             show_stream(assessment.stream, st.empty())
         return assessment.records()
     except LogwardenError as exc:
-        st.error(str(exc))
+        st.error(escape_markdown(str(exc), one_line=True))
         return None
 
 
