@@ -6,10 +6,14 @@ cloudtrail.jsonl), dense benign noise with attack bursts sprinkled in at a low r
 `--lines` lines in total, and a `labels.jsonl` in the sample logs' format (every line in one unit).
 Reuses the formats, noise makers and attack scenarios of `scripts/gen_sample_logs.py`, so the
 benchmark reads the same shapes as the samples. Deterministic for a seed and a line count.
+The web site's visitors are the one difference: the samples' 45 visitors sit in nine /24 networks,
+and the baselines count a client by its network, so no site would ever warm up and the "with
+baselines" figure would measure no judging. Here they are spread over `--web-networks` networks.
 
 Does not know about: logwarden itself, or what a benchmark measures on these files.
 
 Usage: python bench/gen_mixed_log.py --lines 1000000 --out /tmp/mixed [--seed 1] [--attack-every 20000]
+       [--web-networks 300]
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ def _load_sample_generator():
 gen = _load_sample_generator()
 DENSE_GAP = (0.05, 1.5)  # seconds between benign events: a busy host, about a day per 100k events
 ATTACK_ROOM = 400  # an attack is only started with at least this many lines of budget left
+WEB_NETWORKS = 300  # /24 networks the web visitors come from (0: the samples' own 45 visitors)
+VISITORS_PER_NETWORK = 2
+# private and CGNAT space only: the scenarios' attackers (documentation ranges) never share a visitor's network
+VISITOR_SPACE = ("10.{a}.{b}", "172.{c}.{b}", "100.{d}.{b}")
 
 
 @dataclass(frozen=True)
@@ -75,8 +83,22 @@ def budgets(total: int) -> list[int]:
     return shares
 
 
-def build_stream(stream: Stream, lines: int, seed: int, attack_every: int) -> "gen.LogFile":
+def web_visitors(ctx: "gen.Ctx", networks: int) -> list[tuple[str, str]]:
+    """`networks` distinct /24 networks, a few visitors (address, user agent) in each."""
+    prefixes: dict[str, None] = {}
+    while len(prefixes) < networks:
+        space = ctx.pick(VISITOR_SPACE)
+        prefixes[space.format(a=ctx.rng.randint(0, 255), b=ctx.rng.randint(0, 255), c=ctx.rng.randint(16, 31),
+                              d=ctx.rng.randint(64, 127))] = None
+    return [(f"{prefix}.{gen.benign_octet(ctx)}", ctx.pick(gen.UAS))
+            for prefix in prefixes for _ in range(VISITORS_PER_NETWORK)]
+
+
+def build_stream(stream: Stream, lines: int, seed: int, attack_every: int,
+                 web_networks: int = WEB_NETWORKS) -> "gen.LogFile":
     ctx = gen.Ctx(seed, f"bench:{stream.name}", start=gen.DAY, host=stream.host)
+    if web_networks and stream.noise is gen.ACCESS_NOISE:
+        ctx.clients = web_visitors(ctx, web_networks)  # the pool `gen.web_clients` would otherwise make
     noise, note = gen.Noise(stream.noise.makers, gap=DENSE_GAP), gen.benign(stream.benign_note)
     log = gen.LogFile(stream.name)
     while lines - len(log.lines) > ATTACK_ROOM:
@@ -97,14 +119,15 @@ def trim(log: "gen.LogFile", lines: int) -> "gen.LogFile":
     return log
 
 
-def generate(out_dir: Path, *, lines: int, seed: int = 1, attack_every: int = 20_000) -> list[Path]:
+def generate(out_dir: Path, *, lines: int, seed: int = 1, attack_every: int = 20_000,
+             web_networks: int = WEB_NETWORKS) -> list[Path]:
     """Write the streams and labels.jsonl into `out_dir`; return their paths (labels last)."""
     if lines < len(STREAMS) * ATTACK_ROOM:
         raise SystemExit(f"--lines must be at least {len(STREAMS) * ATTACK_ROOM}")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths, units = [], []
     for stream, budget in zip(STREAMS, budgets(lines)):
-        log = build_stream(stream, budget, seed, attack_every)
+        log = build_stream(stream, budget, seed, attack_every, web_networks)
         path = out_dir / stream.name
         path.write_text(log.text(), encoding="utf-8")
         paths.append(path)
@@ -120,9 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder to write into")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--attack-every", type=int, default=20_000, help="mean benign lines between attacks per file")
+    parser.add_argument("--web-networks", type=int, default=WEB_NETWORKS,
+                        help="/24 networks the web visitors come from (0: the sample generator's 45 visitors)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    paths = generate(args.out, lines=args.lines, seed=args.seed, attack_every=args.attack_every)
+    paths = generate(args.out, lines=args.lines, seed=args.seed, attack_every=args.attack_every,
+                     web_networks=args.web_networks)
     print(f"wrote {args.lines} lines in {len(paths) - 1} files + labels.jsonl to {args.out} "
           f"in {time.perf_counter() - started:.1f} s")
     return 0

@@ -85,8 +85,6 @@ def analyse(paths: list[Path], db: str) -> None:
 
 
 def stories(db: str, limit: int, threads: int | None) -> dict:
-    from dataclasses import asdict
-
     from logwarden.app.backends import EngineOptions, open_engine
     from logwarden.app.config import get_settings
     from logwarden.app.incidents.story import StoryWriter
@@ -96,7 +94,7 @@ def stories(db: str, limit: int, threads: int | None) -> dict:
     engine = open_engine(EngineOptions.from_settings(get_settings(), threads=threads))
     started = time.perf_counter()
     stats = StoryWriter(store, engine, budget=Budget()).write(store.incidents.query(limit=10**6), limit=limit)
-    found = asdict(stats) | {"wall_s": round(time.perf_counter() - started, 1)}
+    found = stats.as_dict() | {"wall_s": round(time.perf_counter() - started, 1)}
     store.close()
     return found
 

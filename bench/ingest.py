@@ -4,10 +4,15 @@ generated ≥1M-line mixed log, against a baseline measured in the same run (pla
 open(f)` + Drain3 with its default config, no masking, no storage).
 
 Usage: python bench/ingest.py [--lines 1000000] [--dir /tmp/lw-bench] [--baseline both|judge|off]
-       [--profile] [--json out.json]
+       [--profile] [--json out.json] [--tree PATH] [--no-drain3]
 Prints lines/s for each and the ratios; each pipeline run is its own process, so its peak memory
 (max RSS) is its own. `--baseline both` runs the pipeline with baselines off, then on (judge).
-`--profile` prints the top functions of the pipeline runs.
+`--profile` prints the top functions of the pipeline runs. `--tree` is another checkout whose
+`logwarden/` the pipeline runs (e.g. an older commit's, `git worktree add /tmp/old 16e247c`), on
+the same generated logs (this checkout's generator); `--no-drain3` skips the Drain3-alone
+yardstick when the other tree is the yardstick. Each pipeline run also prints its lines per CPU
+second (the child's process time): on a machine other jobs share, wall time moves with their
+load far more than CPU time does.
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def ensure_logs(folder: Path, lines: int) -> list[Path]:
-    marker = folder / f".complete-{lines}"
-    if not marker.exists():
-        from gen_mixed_log import generate
+    from gen_mixed_log import WEB_NETWORKS, generate
 
+    marker = folder / f".complete-{lines}-networks-{WEB_NETWORKS}"  # a set an older generator wrote is not reused
+    if not marker.exists():
         generate(folder, lines=lines)
         marker.touch()
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.name != "labels.jsonl")
@@ -54,33 +59,38 @@ def baseline(files: list[Path]) -> tuple[int, float]:
     return n, time.perf_counter() - started
 
 
-def pipeline_process(files: list[Path], mode: str, profile: bool) -> tuple[dict, float, str, float]:
-    """`pipeline` in a child process: (metrics, seconds, profile report, peak RSS MiB)."""
+def pipeline_process(files: list[Path], mode: str, profile: bool, tree: str) -> tuple[dict, float, float, str, float]:
+    """`pipeline` in a child process: (metrics, seconds, CPU seconds, profile report, peak RSS MiB)."""
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(_child, (files, mode, profile))
+        return pool.apply(_child, (files, mode, profile, tree))
 
 
-def _child(files: list[Path], mode: str, profile: bool) -> tuple[dict, float, str, float]:
+def _child(files: list[Path], mode: str, profile: bool, tree: str) -> tuple[dict, float, float, str, float]:
     import resource
+
+    sys.path.insert(0, tree)  # ahead of this checkout, which the module's top put first again
+    import logwarden
+
+    assert Path(logwarden.__file__).parent.parent == Path(tree), (logwarden.__file__, tree)
 
     from logwarden.cli.main import tune_gc
 
     tune_gc()  # as the CLI runs
     with tempfile.TemporaryDirectory() as db_dir:
-        metrics, seconds, report = pipeline(files, Path(db_dir), profile, mode)
-    return metrics, seconds, report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        metrics, seconds, cpu_s, report = pipeline(files, Path(db_dir), profile, mode)
+    return metrics, seconds, cpu_s, report, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge") -> tuple[dict, float, str]:
+def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge") -> tuple[dict, float, float, str]:
     from logwarden.app.config import get_settings
     from logwarden.app.pipeline import Pipeline, RunOptions
     from logwarden.app.store import open_store
 
     store = open_store(f"sqlite:///{db_dir / 'bench.db'}")
     profiler = cProfile.Profile() if profile else None
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if profiler:
         profiler.enable()
     # from the settings, as the CLI builds them: the compiled-pack cache included (a bare RunOptions has none)
@@ -88,43 +98,52 @@ def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge"
     metrics = Pipeline(store, None, options, command="bench").analyze(files)
     if profiler:
         profiler.disable()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
     report = ""
     if profiler:
         buffer = io.StringIO()
         pstats.Stats(profiler, stream=buffer).sort_stats("cumulative").print_stats(30)
         report = buffer.getvalue()
-    return metrics.as_dict(), elapsed, report
+    return metrics.as_dict(), elapsed, cpu_s, report
 
 
 def main() -> int:
-    from logwarden.cli.main import tune_gc
-
-    tune_gc()  # as the CLI runs
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "lw-bench")
     parser.add_argument("--baseline", choices=("both", "judge", "off"), default="both")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--tree", type=Path, default=None, help="the checkout whose logwarden/ runs (default: this one)")
+    parser.add_argument("--no-drain3", action="store_true", help="skip the Drain3-alone yardstick")
     args = parser.parse_args()
+    tree = str((args.tree or ROOT).resolve())
+    sys.path.insert(0, tree)  # before logwarden is imported
+    import logwarden
+    from logwarden.cli.main import tune_gc
+
+    tune_gc()  # as the CLI runs
+    print(f"logwarden from {Path(logwarden.__file__).parent}")
     files = ensure_logs(args.dir / "logs", args.lines)
-    base_lines, base_s = baseline(files)
-    result = {"machine": f"{platform.machine()} {platform.processor() or ''} cores={__import__('os').cpu_count()}",
-              "baseline_lines_per_s": base_lines / base_s}
-    print(f"baseline  (open + Drain3 alone)              {base_lines / base_s:>10,.0f} lines/s  ({base_lines:,} lines, {base_s:.1f} s)")
+    result: dict = {"machine": f"{platform.machine()} {platform.processor() or ''} cores={__import__('os').cpu_count()}",
+                    "tree": tree}
+    base_rate = None
+    if not args.no_drain3:
+        base_lines, base_s = baseline(files)
+        base_rate = result["baseline_lines_per_s"] = base_lines / base_s
+        print(f"baseline  (open + Drain3 alone)              {base_rate:>10,.0f} lines/s  ({base_lines:,} lines, {base_s:.1f} s)")
     modes = ("off", "judge") if args.baseline == "both" else (args.baseline,)
     for mode in modes:
-        metrics, lw_s, report, rss = pipeline_process(files, mode, args.profile)
-        rate = metrics["lines"] / lw_s
+        metrics, lw_s, cpu_s, report, rss = pipeline_process(files, mode, args.profile, tree)
+        rate, cpu_rate = metrics["lines"] / lw_s, metrics["lines"] / cpu_s
         result[mode] = {"lines": metrics["lines"], "windows": metrics["windows"], "records": metrics["records"],
-                        "deviations": metrics.get("deviations", 0), "lines_per_s": rate,
-                        "ratio_vs_baseline": rate / (base_lines / base_s), "peak_rss_mib": rss,
+                        "deviations": metrics.get("deviations", 0), "lines_per_s": rate, "lines_per_cpu_s": cpu_rate,
+                        "ratio_vs_baseline": rate / base_rate if base_rate else None, "peak_rss_mib": rss,
                         "errors": metrics["errors"]}
+        versus = f"ratio vs baseline {rate / base_rate:.2f}x  " if base_rate else ""
         print(f"logwarden, baselines {mode:<5} (read+parse+mine+detect+store) {rate:>10,.0f} lines/s  "
-              f"({metrics['lines']:,} lines, {lw_s:.1f} s, peak RSS {rss:,.0f} MiB)  "
-              f"ratio vs baseline {result[mode]['ratio_vs_baseline']:.2f}x  records {metrics['records']:,}  "
-              f"deviations {result[mode]['deviations']:,}")
+              f"{cpu_rate:>8,.0f} lines/CPU-s  ({metrics['lines']:,} lines, {lw_s:.1f} s, peak RSS {rss:,.0f} MiB)  "
+              f"{versus}records {metrics['records']:,}  deviations {result[mode]['deviations']:,}")
         if report:
             print(report)
     if len(modes) == 2:

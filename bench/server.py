@@ -60,9 +60,10 @@ def run_pipeline(arm: str, engine: Engine, paths: list[Path], options: RunOption
     began = time.perf_counter()
     metrics = Pipeline(store, engine, options, command=f"bench {arm}").analyze(paths)
     wall = time.perf_counter() - began
-    calls = max(metrics.llm_calls, 1)
-    return ArmResult(arm, wall, metrics.windows_llm, metrics.llm_failures, metrics.new_tokens,
-                     metrics.prompt_tokens, metrics.ttft_s_sum / calls)
+    usage = metrics.usage
+    calls = max(usage.calls, 1)
+    return ArmResult(arm, wall, metrics.windows_llm, metrics.llm_failures, usage.new_tokens,
+                     usage.prompt_tokens, usage.ttft_s_sum / calls)
 
 
 def run_local(paths: list[Path], options: RunOptions, threads: int) -> ArmResult:

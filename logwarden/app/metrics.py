@@ -1,10 +1,11 @@
 """A run's metrics: what it read, queued, asked, stored and wrote (`RunMetrics`), and how the work
 of each stage adds up into them — windows cut, records stored, a reviewer's or a story writer's
-stats, the texts the gate turned down.
+stats, the texts the gate turned down. The model's work is one `ModelUsage` (engine/api.py), the
+counter the reviewer and the story writer keep too: a stage's is added whole (`usage +=`).
 
-Owns: the counters, the ratios derived from them (`as_dict`, what a run's row keeps) and their
-accounting. Knows nothing of the stages' order, the store or progress displays: the pipeline hands
-in what each stage did.
+Owns: the counters, the ratios derived from them (`as_dict`, what a run's row keeps, flat: the
+usage's fields beside the others) and their accounting. Knows nothing of the stages' order, the
+store or progress displays: the pipeline hands in what each stage did.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from logwarden.engine.api import ModelUsage
 from logwarden.schemas.record import RiskRecord
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ class RunMetrics:
     windows_llm: int = 0  # windows with prompts for the model
     windows_skipped_by_policy: int = 0
     prompts_queued: int = 0  # review items made
-    llm_calls: int = 0
+    llm_calls: int = 0  # prompts the review sent (retries and engine failures included)
     llm_failures: int = 0
     reviews_pending: int = 0  # review items the budget left awaiting review
     deviations_dismissed: int = 0  # deviation records the model judged normal (kept at info)
@@ -52,13 +54,8 @@ class RunMetrics:
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
     nul_bytes: int = 0  # NUL bytes dropped from lines (a padded or pre-allocated file is read, not skipped)
     raw_tokens: int = 0
-    prompt_tokens: int = 0
-    cached_prefix_tokens: int = 0  # of the prompt tokens, those llama.cpp's slot cache already held
     digest_chars: int = 0
-    new_tokens: int = 0
-    ttft_s_sum: float = 0.0
-    generation_s: float = 0.0
-    peak_memory_mb: float = 0.0
+    usage: ModelUsage = field(default_factory=ModelUsage)  # the review's and the stories' model work
     breaker_open: bool = False
     budget: str = ""
     elapsed_s: float = 0.0
@@ -73,11 +70,15 @@ class RunMetrics:
     story_ungrounded: int = 0  # entities a story named that its records lack (removed)
 
     def as_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in self.__slots__}
+        """Flat: the usage's counts under their own names (prompt_tokens, new_tokens …; its calls as
+        llm_generations), as runs rows, the runs page and the JSON summaries read them."""
+        usage = self.usage
+        d = {k: getattr(self, k) for k in self.__slots__ if k != "usage"}
+        d |= {("llm_generations" if k == "calls" else k): v for k, v in usage.as_dict().items()}
         d["compression_ratio"] = self.compression_ratio
         d["lines_per_s"] = self.lines / self.elapsed_s if self.elapsed_s else 0.0
-        d["tokens_per_s"] = self.new_tokens / self.generation_s if self.generation_s else 0.0
-        d["mean_ttft_s"] = self.ttft_s_sum / self.llm_calls if self.llm_calls else 0.0
+        d["tokens_per_s"] = usage.new_tokens / usage.generation_s if usage.generation_s else 0.0
+        d["mean_ttft_s"] = usage.ttft_s_sum / usage.calls if usage.calls else 0.0
         d["llm_calls_per_1000_lines"] = 1000 * self.llm_calls / self.lines if self.lines else 0.0
         d["rare_line_coverage"] = self.rare_line_coverage
         d["ungrounded_rate"] = self.ungrounded_rate
@@ -97,8 +98,8 @@ class RunMetrics:
     def compression_ratio(self) -> float | None:
         """Raw size ÷ prompt size (how many times smaller the model's input is); None when no
         digest was built (rules-only runs build none: no model would read it)."""
-        if self.prompt_tokens:
-            return self.raw_tokens / self.prompt_tokens
+        if self.usage.prompt_tokens:
+            return self.raw_tokens / self.usage.prompt_tokens
         return self.raw_chars / self.digest_chars if self.digest_chars else None
 
     # ---- accounting ---------------------------------------------------------------------------
@@ -129,12 +130,7 @@ class RunMetrics:
         self.llm_failures += stats.failed
         self.reviews_pending = pending
         self.breaker_open = self.breaker_open or stats.breaker_open
-        self.prompt_tokens += stats.prompt_tokens
-        self.cached_prefix_tokens += stats.cached_prefix_tokens
-        self.new_tokens += stats.new_tokens
-        self.ttft_s_sum += stats.ttft_s_sum
-        self.generation_s += stats.generation_s
-        self.peak_memory_mb = max(self.peak_memory_mb, stats.peak_memory_mb)
+        self.usage += stats.usage
         self.findings += stats.findings
         self.entities_named += stats.entities_named
         self.entities_ungrounded += stats.entities_ungrounded
@@ -147,9 +143,7 @@ class RunMetrics:
         self.story_invented_ids += stats.invented
         self.story_ungrounded += stats.ungrounded
         self.add_rejected(stats.texts_rejected)
-        self.prompt_tokens += stats.prompt_tokens
-        self.new_tokens += stats.new_tokens
-        self.generation_s += stats.generation_s
+        self.usage += stats.usage
 
     def add_rejected(self, reasons: Mapping[str, int]) -> None:
         for reason, n in reasons.items():
@@ -158,4 +152,4 @@ class RunMetrics:
     @property
     def spent(self) -> tuple[float, int]:
         """The model work done so far: (generation seconds, prompt + new tokens), what a budget counts."""
-        return self.generation_s, self.prompt_tokens + self.new_tokens
+        return self.usage.generation_s, self.usage.tokens

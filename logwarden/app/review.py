@@ -28,7 +28,7 @@ from logwarden.app.digest import DigestPart
 from logwarden.app.events import ErrorRow, Event, Signal
 from logwarden.app.mine import Window
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, result_of
-from logwarden.engine.api import Engine
+from logwarden.engine.api import Engine, ModelUsage
 from logwarden.errors import InputError, LogwardenError, RunStopped
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import risk_rank
@@ -178,12 +178,7 @@ class ReviewStats:
     answered: int = 0  # items that got a valid answer
     failed: int = 0
     left: int = 0  # items the budget left awaiting review
-    prompt_tokens: int = 0
-    cached_prefix_tokens: int = 0
-    new_tokens: int = 0
-    ttft_s_sum: float = 0.0
-    generation_s: float = 0.0
-    peak_memory_mb: float = 0.0
+    usage: ModelUsage = field(default_factory=ModelUsage)
     findings: int = 0
     entities_named: int = 0
     entities_ungrounded: int = 0
@@ -224,7 +219,7 @@ class Reviewer:
 
     def _budget_left(self) -> bool:
         spent = time.perf_counter() - self._started
-        return self.budget.left(spent, self.stats.prompt_tokens + self.stats.new_tokens)
+        return self.budget.left(spent, self.stats.usage.tokens)
 
     def _review(self, batch: Sequence[ReviewItem]) -> None:
         results = self._ask(batch)
@@ -269,13 +264,8 @@ class Reviewer:
         return [self._result(g, item.part) for g, item in zip(generations, batch)]
 
     def _result(self, generation, part: DigestPart) -> LLMResult:
-        s, stats = generation.stats, self.stats
-        stats.prompt_tokens += s.prompt_tokens
-        stats.cached_prefix_tokens += s.cached_prefix_tokens
-        stats.new_tokens += s.new_tokens
-        stats.ttft_s_sum += s.ttft_s
-        stats.generation_s += s.total_s / max(s.batch_size, 1)
-        stats.peak_memory_mb = max(stats.peak_memory_mb, s.peak_memory_mb)
+        s = generation.stats
+        self.stats.usage.add(s)
         self.progress("prompt_tokens", s.prompt_tokens)
         self.progress("new_tokens", s.new_tokens)
         return result_of(generation, digest=part.text, lines_of=part.lines_of)

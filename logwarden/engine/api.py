@@ -2,6 +2,8 @@
 
 A `Request` is a system prompt (identical across requests, so its KV cache is reused) plus the
 user part. `generate` runs a batch; `stream` yields text pieces of one request as they arrive.
+Each `Generation` carries its `GenStats`; `ModelUsage` adds them up — the one counter of model work
+the review, the stories and a run's metrics keep (it lives here, the lowest floor all of them import).
 """
 
 from __future__ import annotations
@@ -56,6 +58,48 @@ class GenStats:
     quant: str = ""
     device: str = ""
     model: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class ModelUsage:
+    """Model work summed over generations, a stage or a run: `usage.add(stats)` counts one
+    generation, `usage += other` adds another counter (the peak memory is the larger of the two)."""
+
+    calls: int = 0  # generations the engine returned
+    prompt_tokens: int = 0
+    cached_prefix_tokens: int = 0  # of the prompt tokens, those the engine's prefix cache already held
+    new_tokens: int = 0
+    ttft_s_sum: float = 0.0
+    generation_s: float = 0.0
+    peak_memory_mb: float = 0.0
+
+    def add(self, stats: GenStats, *, seconds: float | None = None) -> None:
+        """One generation; `seconds` is its part of the time (default: its share of its batch's)."""
+        self.calls += 1
+        self.prompt_tokens += stats.prompt_tokens
+        self.cached_prefix_tokens += stats.cached_prefix_tokens
+        self.new_tokens += stats.new_tokens
+        self.ttft_s_sum += stats.ttft_s
+        self.generation_s += stats.total_s / max(stats.batch_size, 1) if seconds is None else seconds
+        self.peak_memory_mb = max(self.peak_memory_mb, stats.peak_memory_mb)
+
+    def __iadd__(self, other: ModelUsage) -> ModelUsage:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.cached_prefix_tokens += other.cached_prefix_tokens
+        self.new_tokens += other.new_tokens
+        self.ttft_s_sum += other.ttft_s_sum
+        self.generation_s += other.generation_s
+        self.peak_memory_mb = max(self.peak_memory_mb, other.peak_memory_mb)
+        return self
+
+    @property
+    def tokens(self) -> int:
+        """Prompt + new tokens: what a token budget counts."""
+        return self.prompt_tokens + self.new_tokens
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -79,7 +79,7 @@ def test_progress_reports_prompts_queued_and_done_and_tokens(logs):
                        progress=lambda name, n: events.append((name, n))).analyze([path.parent])
     total = {name: sum(n for e, n in events if e == name) for name in ("llm_queued", "llm_done", "new_tokens")}
     assert total["llm_queued"] == total["llm_done"] == metrics.llm_calls > 0
-    assert total["new_tokens"] == metrics.new_tokens
+    assert total["new_tokens"] == metrics.usage.new_tokens
     first_done = next(i for i, (name, _) in enumerate(events) if name == "llm_done")
     assert any(name == "llm_queued" for name, _ in events[:first_done])  # queued before answered
 

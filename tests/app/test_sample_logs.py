@@ -317,3 +317,27 @@ def test_bench_labels_cover_their_files_and_point_at_attacks(tmp_path: Path) -> 
                 assert not any(NEVER_BENIGN.search(line) for line in lines[unit["line_start"] - 1:unit["line_end"]])
             else:
                 assert re.search(TELLTALE[unit["category"]], text, re.IGNORECASE), (unit, text[:200])
+
+
+def web_networks(path: Path) -> set[str]:
+    return {line.split(" ", 1)[0].rsplit(".", 1)[0] for line in read_lines(path)}
+
+
+def test_bench_web_visitors_come_from_many_networks_the_samples_from_few(tmp_path: Path) -> None:
+    """The baselines count a client by its /24: the samples' visitors (nine networks) warm no site up,
+    so the bench spreads its own over many; `--web-networks 0` is the samples' pool again."""
+    spread = web_networks(bench.generate(tmp_path / "spread", lines=6000, seed=7)[1])
+    samples = web_networks(bench.generate(tmp_path / "samples", lines=6000, seed=7, web_networks=0)[1])
+    assert len(spread) >= 150 and len(samples) <= 20
+
+
+def test_the_bench_mix_gives_the_baseline_judge_deviations(tmp_path: Path) -> None:
+    """What the bench's "with baselines" figure measures: a warmed-up judge that reports deviations
+    (with the samples' visitors it reported none)."""
+    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.store import open_store
+
+    paths = bench.generate(tmp_path / "logs", lines=40_000, seed=1)
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    metrics = Pipeline(store, None, RunOptions(rules_only=True, baseline="judge")).analyze(paths[:-1])
+    assert metrics.lines == 40_000 and metrics.deviations > 0

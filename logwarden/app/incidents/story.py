@@ -24,14 +24,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from logwarden.app.config import declared
 from logwarden.app.postprocess import Provenance
 from logwarden.app.review import Budget, default_budget
 from logwarden.app.store import Store
 from logwarden.app.textgate import check
-from logwarden.engine.api import Engine, Request
+from logwarden.engine.api import Engine, ModelUsage, Request
 from logwarden.prompts import INCIDENT_PROMPT_VERSION, incident_prompt, system_prompt
 from logwarden.schemas import risk_rank
 from logwarden.schemas.incident import Incident, IncidentStory, story_json_schema
@@ -54,9 +54,13 @@ class StoryStats:
     invented: int = 0
     ungrounded: int = 0
     texts_rejected: Counter = field(default_factory=Counter)  # reason → titles, summaries, steps the gate turned down
-    prompt_tokens: int = 0
-    new_tokens: int = 0
-    generation_s: float = 0.0
+    usage: ModelUsage = field(default_factory=ModelUsage)
+
+    def as_dict(self) -> dict:
+        """Flat, the usage's fields beside the counts (not asdict: it rebuilds the reason Counter
+        from its items, counting (reason, n) pairs)."""
+        counts = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "usage"}
+        return counts | self.usage.as_dict()
 
 
 def records_digest(records: Sequence[RiskRecord]) -> tuple[str, list[str]]:
@@ -153,7 +157,7 @@ class StoryWriter:
                  max_new_tokens: int = declared("incident_story_max_new_tokens"), cancelled: threading.Event | None = None,
                  progress: Callable[[str, int], None] = lambda _name, _n: None):
         self.store, self.engine, self.budget, self.progress = store, engine, budget, progress
-        self.spent_s, self.spent_tokens = spent
+        self.spent = spent  # (seconds, tokens) of the budget gone before this writer's first story
         self.max_new_tokens = max_new_tokens  # a story cut here is rejected; citing each member once at most keeps stories short
         self.cancelled = cancelled or threading.Event()
         self.model = Provenance.of(engine).model
@@ -162,11 +166,15 @@ class StoryWriter:
         stats = StoryStats()
         todo = needing_story(incidents)[:limit]
         for start in range(0, len(todo), BATCH):
-            if self.cancelled.is_set() or not self.budget.left(self.spent_s, self.spent_tokens):
+            if self.cancelled.is_set() or not self._budget_left(stats.usage):
                 break
             if not self._batch(todo[start:start + BATCH], stats):
                 break
         return stats
+
+    def _budget_left(self, usage: ModelUsage) -> bool:
+        seconds, tokens = self.spent
+        return self.budget.left(seconds + usage.generation_s, tokens + usage.tokens)
 
     def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> bool:
         """Ask for a batch of stories; False when the engine failed (no more are asked this run)."""
@@ -178,15 +186,11 @@ class StoryWriter:
             log.warning("the model wrote no incident story: %s", exc)
             stats.failed += len(prepared)
             return False
-        elapsed = time.perf_counter() - started
-        self.spent_s += elapsed
-        stats.generation_s += elapsed
+        share = (time.perf_counter() - started) / max(len(answers), 1)  # the batch's wall time, split
         for (incident, _, digest, _), answer in zip(prepared, answers):
-            stats.prompt_tokens += answer.stats.prompt_tokens
-            stats.new_tokens += answer.stats.new_tokens
+            stats.usage.add(answer.stats, seconds=share)
             self.progress("prompt_tokens", answer.stats.prompt_tokens)
             self.progress("new_tokens", answer.stats.new_tokens)
-            self.spent_tokens += answer.stats.prompt_tokens + answer.stats.new_tokens
             checked = None if answer.error else check_story(incident, answer.text, digest, stats)
             if checked is not None:
                 checked.model = str(self.model) if self.model else None

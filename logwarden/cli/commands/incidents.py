@@ -182,8 +182,6 @@ def group_incidents(rules_only, llm_budget, db_url, as_json, **engine_kw):
 
 
 def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
-    from dataclasses import fields
-
     from logwarden.app.backends import open_engine
     from logwarden.app.incidents.story import write_stories
 
@@ -191,5 +189,4 @@ def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
     engine = open_engine(make_engine_options(engine_kw))
     stats = write_stories(store, engine, incidents_found, llm_budget=llm_budget or settings.llm_budget,
                           limit=options.stories, max_new_tokens=options.story_tokens)
-    # not asdict: it rebuilds the reason Counter from its items, counting (reason, n) pairs
-    return {f"stories_{f.name}": getattr(stats, f.name) for f in fields(stats)}
+    return {f"stories_{name}": value for name, value in stats.as_dict().items()}

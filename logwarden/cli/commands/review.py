@@ -38,7 +38,7 @@ def review(pending, llm_budget, db_url, as_json, **engine_kw):
         return
     _report({"reviewed": done.reviewed, "awaiting_review": done.left, "model_calls": m.llm_calls,
              "model_failures": m.llm_failures, "judged_normal": m.deviations_dismissed,
-             "budget": m.budget, "prompt_tokens": m.prompt_tokens}, as_json,
+             "budget": m.budget, "prompt_tokens": m.usage.prompt_tokens}, as_json,
             f"reviewed {done.reviewed:,} of {done.waiting:,} waiting prompt(s); {done.left:,} still await review")
     sys.exit(1 if m.llm_failures else 0)
 
