@@ -39,15 +39,17 @@ from logwarden.train.realdata import load_split
 from logwarden.train.replay import ReplayEngine
 
 
-
 def configs_in(results: Path) -> list[str]:
     """The answers files in `results`: answers_<config>.jsonl."""
     return sorted(p.name.removeprefix("answers_").removesuffix(".jsonl") for p in results.glob("answers_*.jsonl"))
 
 
+PARTIAL = False  # --partial: the answers are a sample of the prompts (the CPU's); the others fail
+
+
 def engine_for(results: Path, name: str, count) -> ReplayEngine:
     return ReplayEngine(answers_of(results, name), count, model_name="embedded-1.5b" if "1.5b" in name else "embedded",
-                        adapter_name="adapter" if name.startswith("adapter") else None)
+                        adapter_name="adapter" if name.startswith("adapter") else None, partial=PARTIAL)
 METRIC_KEYS = ("lines", "deviations", "deviations_dismissed", "prompt_tokens", "llm_calls", "windows_split", "rare_lines_llm", "rare_lines_shown", "rare_line_coverage",
                "entities_named", "entities_ungrounded", "ungrounded_rate", "new_tokens")
 
@@ -161,10 +163,11 @@ def markdown(report: dict) -> str:
     head = ("| run | recall | category | top-risk category | FP rate | benign flagged (any level) | ungrounded | prompts "
             "| prompt tokens / 1,000 lines | deviations dismissed |\n|---|---|---|---|---|---|---|---|---|---|")
     out = []
-    sets = [("sample_logs", report["sample_logs"]), ("realdata held-out", report["heldout"])]
-    if "heldout_suspicious" in report:
-        sets.append(("realdata held-out, llm-policy suspicious", report["heldout_suspicious"]))
+    sets = [("sample_logs", report["sample_logs"]), ("realdata held-out", report["heldout"]),
+            ("realdata held-out, llm-policy suspicious", report["heldout_suspicious"])]
     for title, runs in sets:
+        if not runs:
+            continue
         out += [f"### {title}", "", head]
         for name, run in runs.items():
             m = run.get("metrics", {})
@@ -213,12 +216,18 @@ def main() -> None:
     ap.add_argument("--val-limit", type=int, default=10**9)
     ap.add_argument("--split", type=Path, default=None, help="default: data/realdata_split.json")
     ap.add_argument("--markdown", action="store_true", help="print the EVAL.md tables instead of JSON")
+    ap.add_argument("--partial", action="store_true", help="answers for a sample of the prompts: the rest fail")
+    ap.add_argument("--sets", default="sample_logs,heldout,heldout_suspicious,generated_val")
     args = ap.parse_args()
+    global PARTIAL
+    PARTIAL = args.partial
     count = counter()
-    report = {"sample_logs": sample_logs(args.labels, args.results, count),
-              "heldout": heldout(args.results, count, args.split),
-              "heldout_suspicious": heldout_suspicious(args.results, count, args.split),
-              "generated_val": generated(args.val, args.results, count, args.val_limit) if args.val.is_file() else {}}
+    wanted = args.sets.split(",")
+    sets = {"sample_logs": lambda: sample_logs(args.labels, args.results, count),
+            "heldout": lambda: heldout(args.results, count, args.split),
+            "heldout_suspicious": lambda: heldout_suspicious(args.results, count, args.split),
+            "generated_val": lambda: generated(args.val, args.results, count, args.val_limit) if args.val.is_file() else {}}
+    report = {name: make() if name in wanted else {} for name, make in sets.items()}
     print(markdown(report) if args.markdown else json.dumps(report, indent=2))
 
 

@@ -235,10 +235,10 @@ def windows(events: Iterable[Event], miner: SourceMiner, *, source: str, inode: 
         gap = 0.0 if ts is latest else _forward_gap_s(latest, ts)  # syslog lines of one second share one time
         if current.events and (len(current.events) >= max_lines or gap > max_gap_s):
             yield current
-            current, latest = Window(source, inode, fmt, generation=generation), None
+            current, latest, gap = Window(source, inode, fmt, generation=generation), None, 0.0
         current.events.append(event)
         current.cluster_ids.append(miner.add(mined_text(event)))
-        if ts is not None and (latest is None or _forward_gap_s(latest, ts) > 0):
+        if ts is not None and (latest is None or gap > 0):  # the gap is this line's lead over the latest
             latest = ts
     if current.events:
         yield current
