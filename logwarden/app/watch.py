@@ -354,13 +354,14 @@ class Watcher:
 
     def _analyse(self, tail: Tail) -> None:
         batch = tail.batch()
-        before = self.pipeline.metrics.records
+        before, refused = self.pipeline.metrics.records, self.pipeline.metrics.windows_quarantined
         tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, generation=tail.generation,
                                          fmt=tail.fmt) or tail.fmt
         tail.analysed(batch)
         self._known[tail.key] = tail.state()
         self.stats.lines += len(batch)
         self.stats.batches += 1
+        self.stats.errors += self.pipeline.metrics.windows_quarantined - refused  # the database refused a window
         if self.pipeline.metrics.records > before:
             self.stats.last_record = f"{self.pipeline.metrics.records - before} record(s) from {tail.source}"
 

@@ -62,6 +62,7 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
                      ("model texts rejected", rejected_text(getattr(m, "texts_rejected", {})))]
     rows += [("records", m.records), ("errors", m.errors)]
     rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
+                                                ("windows not stored (refused)", getattr(m, "windows_quarantined", 0)),
                                                 ("lines cut at the length limit", m.truncated_lines),
                                                 ("NUL bytes skipped", getattr(m, "nul_bytes", 0)),
                                                 ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]

@@ -174,3 +174,7 @@ def _print_notes(m: RunMetrics) -> None:
     if m.truncated_lines:
         err_console.print(f"note: {m.truncated_lines} line(s) were longer than the line limit; their first "
                           "64 KiB were analysed and the text ends in '… [truncated N bytes]'", highlight=False)
+    if m.windows_quarantined:
+        err_console.print(f"note: the database refused the rows of {m.windows_quarantined} window(s) "
+                          f"({m.lines_quarantined} lines): they were read, not stored; each is an error row "
+                          "of the run (the UI's errors) and is not read again by --resume", highlight=False)
