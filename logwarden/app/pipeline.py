@@ -47,6 +47,7 @@ from logwarden.app.events import ErrorRow, LogLine, Signal
 from logwarden.app.incidents import IncidentOptions, Span, regroup
 from logwarden.app.ingest import (
     DEFAULT_MAX_LINE_BYTES,
+    Skipped,
     TailRead,
     fingerprint_of,
     is_compressed,
@@ -89,6 +90,7 @@ class RunOptions:
     max_prompts_per_window: int | None = 4
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
+    follow_links: bool = declared("follow_links")  # read links in a folder that point out of it
     resume: bool = False
     # Files nothing is appended to any more: an unterminated last line is a line, not a line being
     # written (compressed and rotated files are final anyway).
@@ -121,7 +123,8 @@ class RunOptions:
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
                       quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
-                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings))
+                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings),
+                      follow_links=settings.follow_links)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -186,21 +189,34 @@ class Pipeline:
     def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
         """Every file to the end (rules' and baselines' records stored as they come), then the
         model's review of what needs judgement, within the budget."""
-        found = list(iter_files(paths, include=self.options.include, exclude=self.options.exclude))
+        found = list(self.files(paths))
         self._named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
         self._dates = self._run_dates([item for item in found if isinstance(item, Path)])
         try:
             for item in found:
                 if isinstance(item, ErrorRow):
                     self._errors([item])
-                    continue
-                self.analyze_file(item)
+                elif isinstance(item, Skipped):
+                    self.skip(item)
+                else:
+                    self.analyze_file(item)
             self.review()
             self.group()
             return self.finish()
         except RunStopped:
             self.finish("aborted")
             raise
+
+    def files(self, paths: Sequence[str | Path]) -> Iterator[Path | ErrorRow | Skipped]:
+        """The files of `paths` as this run reads them (globs, links), never the store's own."""
+        return iter_files(paths, include=self.options.include, exclude=self.options.exclude,
+                          follow_links=self.options.follow_links, never=self.store.own_files())
+
+    def skip(self, item: Skipped) -> None:
+        """A file not read by choice: in the run's skipped list, said now when it was named."""
+        self.metrics.skipped[item.source] = item.reason
+        named = os.path.realpath(item.source) in self._named
+        log.log(logging.WARNING if named else logging.INFO, "%s: not read: %s", item.source, item.reason)
 
     # ---- stopping ----------------------------------------------------------------------------
 

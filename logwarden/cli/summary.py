@@ -65,7 +65,7 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
                                                 ("windows not stored (refused)", getattr(m, "windows_quarantined", 0)),
                                                 ("lines cut at the length limit", m.truncated_lines),
                                                 ("NUL bytes skipped", getattr(m, "nul_bytes", 0)),
-                                                ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]
+                                                ("files skipped", len(getattr(m, "skipped", {})))) if value]
     for name, value in rows:
         add_row(table, name, f"{value:,}" if isinstance(value, int) else str(value))
     by_level = Counter(r.risk_level for r in records)
