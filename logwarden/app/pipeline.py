@@ -83,6 +83,7 @@ class RunOptions:
     max_batch: int = declared("max_batch")
     max_new_tokens: int = declared("max_new_tokens")
     window_max_lines: int = declared("window_max_lines")
+    max_templates: int = declared("max_templates")  # per source; beyond them rare lines are kept as lines
     window_max_gap_s: float = declared("window_max_gap_s")
     prompt_token_budget: int = declared("prompt_token_budget")
     # A window with more rare lines than one prompt holds is split; at most this many prompts each
@@ -124,7 +125,7 @@ class RunOptions:
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
                       quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
                       llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings),
-                      follow_links=settings.follow_links)
+                      follow_links=settings.follow_links, max_templates=settings.max_templates)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -311,7 +312,8 @@ class Pipeline:
         key = (source, inode)
         if key not in self._sources:
             state = self.store.get_source(source, inode)
-            self._sources[key] = (SourceMiner(state.miner_state if state else None), Detector(self.rules))
+            miner = SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
+            self._sources[key] = (miner, Detector(self.rules))
         return self._sources[key]
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
