@@ -80,6 +80,12 @@ class Settings(BaseSettings):
     # baselines of normal: judge (learn what did not deviate), learn (history: learn all, judge nothing) or off
     baseline: str = "judge"
 
+    # a link in an analysed or watched folder that points out of it is skipped unless this is on (--follow-links)
+    follow_links: bool = False
+
+    # templates mined per source (Drain3): beyond them, a line no template matches is kept as a line
+    max_templates: int = 1000
+
     # windowing / prompt
     window_max_lines: int = 2000
     window_max_gap_s: float = 900.0

@@ -50,6 +50,8 @@ class RunMetrics:
     records: int = 0
     deviations: int = 0  # baseline deviations reported (app/baseline)
     errors: int = 0
+    windows_quarantined: int = 0  # windows read whose rows the database refused: an error row each, not stored
+    lines_quarantined: int = 0  # ... their lines (read, counted in `lines`, in no stored window)
     held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
     nul_bytes: int = 0  # NUL bytes dropped from lines (a padded or pre-allocated file is read, not skipped)
@@ -117,6 +119,22 @@ class RunMetrics:
         for r in records:
             self.records_by_level[r.risk_level] = self.records_by_level.get(r.risk_level, 0) + 1
             self.records_by_category[r.category] = self.records_by_category.get(r.category, 0) + 1
+
+    def quarantine(self, lines: int, records: Sequence[RiskRecord], reviews: Sequence[object]) -> None:
+        """A window the database refused: its lines stay read, its records and prompts were never
+        stored, and it is one error."""
+        self.windows_quarantined += 1
+        self.lines_quarantined += lines
+        self.errors += 1
+        self.records -= len(records)
+        for r in records:
+            self.records_by_level[r.risk_level] -= 1
+            self.records_by_category[r.category] -= 1
+        self.records_by_level = {k: n for k, n in self.records_by_level.items() if n}
+        self.records_by_category = {k: n for k, n in self.records_by_category.items() if n}
+        if reviews:
+            self.windows_llm -= 1
+            self.prompts_queued -= len(reviews)
 
     def recount(self, rows: Sequence[RiskRecord]) -> None:
         """The run's records by level and category again (`rows`: all of them), after the review changed some."""

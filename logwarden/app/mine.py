@@ -20,7 +20,11 @@ from drain3.masking import AbstractMaskingInstruction
 from drain3.memory_buffer_persistence import MemoryBufferPersistence
 from drain3.template_miner_config import TemplateMinerConfig
 
+from logwarden.app.config import declared
 from logwarden.app.events import Event
+
+# Lines kept as lines (beyond the template bound) whose text is remembered: many windows' worth
+LINES_KEPT = 50_000
 
 # Similarity 0.4 (drain3's default) merged "Failed password …" with "Disconnected from
 # authenticating user …" on sshd logs (FACTS.md); 0.5 keeps security-relevant variants apart.
@@ -92,12 +96,15 @@ class CombinedMasking(AbstractMaskingInstruction):
                 out[i] = f"{prefix}USER{suffix}" + (self._mask_token(rest, prefix, suffix) if rest else "")
 
 
-def _miner_config() -> TemplateMinerConfig:
+def _miner_config(max_templates: int) -> TemplateMinerConfig:
     config = TemplateMinerConfig()
     config.drain_sim_th = SIMILARITY
     config.drain_depth = 4
     config.drain_max_children = 100
-    config.drain_max_clusters = 5000  # bounded memory on hostile/unique-heavy logs
+    # Drain3's own bound: beyond it, it evicts the least recently used template to make room for a new
+    # one. SourceMiner makes no new template at the bound, so nothing is evicted; this caps memory
+    # should a restored state hold more.
+    config.drain_max_clusters = max_templates
     config.masking_instructions = [CombinedMasking()]
     config.snapshot_interval_minutes = 10**9  # we snapshot explicitly, never on a timer
     config.snapshot_compress_state = True
@@ -105,14 +112,23 @@ def _miner_config() -> TemplateMinerConfig:
 
 
 class SourceMiner:
-    """One Drain3 miner for one source; `state()` / `SourceMiner(state)` persist it across runs."""
+    """One Drain3 miner for one source; `state()` / `SourceMiner(state)` persist it across runs.
 
-    def __init__(self, state: bytes | None = None):
+    At most `max_templates` templates: once a source has that many, a line that matches none is
+    kept as a line — its own one-line "template" (its masked text) under an id below zero, not
+    mined. Lines that are all unique (random tokens, a flood of one-off messages) would otherwise
+    make a template each, and Drain compares every line with all the templates of its tree leaf:
+    the cost of a line grows with the templates, and the miner's state with it."""
+
+    def __init__(self, state: bytes | None = None, *, max_templates: int = declared("max_templates")):
         self._persistence = MemoryBufferPersistence()
         self._persistence.state = state
-        self._miner = TemplateMiner(self._persistence, _miner_config())
+        self._miner = TemplateMiner(self._persistence, _miner_config(max_templates))
+        self.max_templates = max_templates
         self._cache: dict[str, int] = {}  # masked text → cluster id (identical lines are common)
         self._masked: dict[str, str] = {}  # text → masked text (daemons repeat messages verbatim)
+        self._lines: dict[int, list] = {}  # id (< 0) → [masked text, lines] of a line kept as a line
+        self._next_line_id = -1
 
     def add(self, text: str) -> int:
         """Cluster id of `text` (mined message of one event)."""
@@ -124,18 +140,47 @@ class SourceMiner:
                     self._masked.clear()
                 self._masked[text] = masked
         cluster_id = self._cache.get(masked)
+        if cluster_id is not None and cluster_id < 0 and cluster_id in self._lines:  # the same line again
+            self._lines[cluster_id][1] += 1
+            return cluster_id
         if cluster_id is not None:
             cluster = self._miner.drain.id_to_cluster.get(cluster_id)
             if cluster is not None:
                 cluster.size += 1
                 return cluster_id
-        cluster, _ = self._miner.drain.add_log_message(masked)
+        drain = self._miner.drain
+        if len(drain.id_to_cluster) < self.max_templates:
+            cluster, _ = drain.add_log_message(masked)
+        else:
+            cluster = self._join(masked)
+        cluster_id = cluster.cluster_id if cluster is not None else self._kept_as_line(masked)
         if len(self._cache) > 50_000:
             self._cache.clear()
-        self._cache[masked] = cluster.cluster_id
-        return cluster.cluster_id
+        self._cache[masked] = cluster_id
+        return cluster_id
+
+    def _join(self, masked: str):
+        """At the bound: the template the line belongs to, updated as Drain's `add_log_message`
+        does, or None (no template is made)."""
+        drain = self._miner.drain
+        tokens = drain.get_content_as_tokens(masked)
+        cluster = drain.tree_search(drain.root_node, tokens, drain.sim_th, False)
+        if cluster is not None:
+            cluster.log_template_tokens = tuple(drain.create_template(tokens, cluster.log_template_tokens))
+            cluster.size += 1
+            drain.id_to_cluster[cluster.cluster_id]  # noqa: B018 - touched: most recently used
+        return cluster
+
+    def _kept_as_line(self, masked: str) -> int:
+        line_id, self._next_line_id = self._next_line_id, self._next_line_id - 1
+        if len(self._lines) >= LINES_KEPT:  # the oldest go: their windows were cut long ago
+            del self._lines[next(iter(self._lines))]
+        self._lines[line_id] = [masked, 1]
+        return line_id
 
     def template(self, cluster_id: int) -> str:
+        if cluster_id < 0:
+            return self._lines[cluster_id][0] if cluster_id in self._lines else "<evicted template>"
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)
         return cluster.get_template() if cluster is not None else "<evicted template>"
 
@@ -144,7 +189,10 @@ class SourceMiner:
         return {cid: self.template(cid) for cid in dict.fromkeys(cluster_ids)}
 
     def cluster_size(self, cluster_id: int) -> int:
-        """How many lines the cluster holds so far (0 once evicted)."""
+        """How many lines the cluster holds so far (0 once evicted; a line kept as a line: how often
+        the same masked text came)."""
+        if cluster_id < 0:
+            return self._lines[cluster_id][1] if cluster_id in self._lines else 0
         cluster = self._miner.drain.id_to_cluster.get(cluster_id)
         return cluster.size if cluster is not None else 0
 
@@ -154,7 +202,8 @@ class SourceMiner:
 
     @property
     def cluster_count(self) -> int:
-        return len(self._miner.drain.clusters)
+        """Templates mined (lines kept as lines are none)."""
+        return len(self._miner.drain.id_to_cluster)
 
 
 def mined_text(event: Event) -> str:

@@ -6,7 +6,9 @@ need the model as review items. Rules' and baselines' records are stored as each
 the model never blocks ingestion: its review runs after (analyze) or beside (watch) it, within a
 budget, most suspicious first (app/review.py); what the budget leaves waits in the store. Each
 window is written in the same transaction as its records and its review items, so every line ends
-up in a record's evidence, an analysed-benign window or an error row, and a file's position is
+up in a record's evidence, an analysed-benign window or an error row — a window whose rows the
+database refuses (a constraint, a value it cannot hold) is rolled back to its savepoint and
+quarantined as an error row naming its lines, and the run goes on —, and a file's position is
 committed with each chunk of windows (analyze) and with its last one, with the hashes of the lines
 it covers: a crash loses nothing, a resume doubles nothing and goes on where the last chunk ended —
 or, in a file cut and written to since, at its first line not read.
@@ -45,6 +47,7 @@ from logwarden.app.events import ErrorRow, LogLine, Signal
 from logwarden.app.incidents import IncidentOptions, Span, regroup
 from logwarden.app.ingest import (
     DEFAULT_MAX_LINE_BYTES,
+    Skipped,
     TailRead,
     fingerprint_of,
     is_compressed,
@@ -61,7 +64,7 @@ from logwarden.app.policy import DEFAULT_LLM_POLICY, prompts_for
 from logwarden.app.positions import PositionedLines, Positions
 from logwarden.app.postprocess import Provenance, assess_window
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewStats, ReviewWorker, default_budget
-from logwarden.app.store import RecordFilter, Store, WindowRow
+from logwarden.app.store import RecordFilter, Store, Transaction, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.errors import RunStopped
 from logwarden.prompts import system_prompt
@@ -80,6 +83,7 @@ class RunOptions:
     max_batch: int = declared("max_batch")
     max_new_tokens: int = declared("max_new_tokens")
     window_max_lines: int = declared("window_max_lines")
+    max_templates: int = declared("max_templates")  # per source; beyond them rare lines are kept as lines
     window_max_gap_s: float = declared("window_max_gap_s")
     prompt_token_budget: int = declared("prompt_token_budget")
     # A window with more rare lines than one prompt holds is split; at most this many prompts each
@@ -87,6 +91,7 @@ class RunOptions:
     max_prompts_per_window: int | None = 4
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
+    follow_links: bool = declared("follow_links")  # read links in a folder that point out of it
     resume: bool = False
     # Files nothing is appended to any more: an unterminated last line is a line, not a line being
     # written (compressed and rotated files are final anyway).
@@ -119,7 +124,8 @@ class RunOptions:
                       window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
                       prompt_token_budget=settings.prompt_token_budget, node=settings.node,
                       quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
-                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings))
+                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings),
+                      follow_links=settings.follow_links, max_templates=settings.max_templates)
         return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -128,14 +134,22 @@ def _no_progress(_name: str, _n: int) -> None:
 
 
 @dataclass(slots=True)
+class _WindowWrite:
+    """One window's rows: stored together, or — when the database refuses one of them — none, and
+    an error row says which lines were read but not stored."""
+
+    row: WindowRow
+    offset: int  # of the window's first line
+    records: list[RiskRecord]
+    reviews: list[ReviewItem] = field(default_factory=list)  # prompts waiting for the model
+
+
+@dataclass(slots=True)
 class _Buffer:
     """Rows written together in the next transaction."""
 
-    records: list[RiskRecord] = field(default_factory=list)
-    windows: list[WindowRow] = field(default_factory=list)
-    errors: list[ErrorRow] = field(default_factory=list)
+    windows: list[_WindowWrite] = field(default_factory=list)
     sources: list[dict] = field(default_factory=list)  # finished sources' offsets and miner states
-    reviews: list[ReviewItem] = field(default_factory=list)  # prompts waiting for the model
 
 
 class Pipeline:
@@ -176,21 +190,34 @@ class Pipeline:
     def analyze(self, paths: Sequence[str | Path]) -> RunMetrics:
         """Every file to the end (rules' and baselines' records stored as they come), then the
         model's review of what needs judgement, within the budget."""
-        found = list(iter_files(paths, include=self.options.include, exclude=self.options.exclude))
+        found = list(self.files(paths))
         self._named = {os.path.realpath(p) for p in paths if os.path.isfile(p)}
         self._dates = self._run_dates([item for item in found if isinstance(item, Path)])
         try:
             for item in found:
                 if isinstance(item, ErrorRow):
                     self._errors([item])
-                    continue
-                self.analyze_file(item)
+                elif isinstance(item, Skipped):
+                    self.skip(item)
+                else:
+                    self.analyze_file(item)
             self.review()
             self.group()
             return self.finish()
         except RunStopped:
             self.finish("aborted")
             raise
+
+    def files(self, paths: Sequence[str | Path]) -> Iterator[Path | ErrorRow | Skipped]:
+        """The files of `paths` as this run reads them (globs, links), never the store's own."""
+        return iter_files(paths, include=self.options.include, exclude=self.options.exclude,
+                          follow_links=self.options.follow_links, never=self.store.own_files())
+
+    def skip(self, item: Skipped) -> None:
+        """A file not read by choice: in the run's skipped list, said now when it was named."""
+        self.metrics.skipped[item.source] = item.reason
+        named = os.path.realpath(item.source) in self._named
+        log.log(logging.WARNING if named else logging.INFO, "%s: not read: %s", item.source, item.reason)
 
     # ---- stopping ----------------------------------------------------------------------------
 
@@ -285,7 +312,8 @@ class Pipeline:
         key = (source, inode)
         if key not in self._sources:
             state = self.store.get_source(source, inode)
-            self._sources[key] = (SourceMiner(state.miner_state if state else None), Detector(self.rules))
+            miner = SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
+            self._sources[key] = (miner, Detector(self.rules))
         return self._sources[key]
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
@@ -315,7 +343,8 @@ class Pipeline:
         self.metrics.digest_chars += sum(len(part.prompt) for part in parts)
         self.metrics.windows_llm += 1
         self.metrics.prompts_queued += len(parts)
-        self._buffer.reviews += [ReviewItem.of(window, part, signals, records, self.run_id) for part in parts]
+        self._buffer.windows[-1].reviews += [ReviewItem.of(window, part, signals, records, self.run_id)
+                                             for part in parts]
         self.progress("llm_queued", len(parts))
 
     def _count(self, window: Window) -> None:
@@ -327,13 +356,12 @@ class Pipeline:
     def _store_window(self, window: Window, signals: Sequence[Signal]) -> list[RiskRecord]:
         outcome = assess_window(window, signals, None, self.provenance)
         records = outcome.records
-        self._buffer.records += records
         self.positions.stored((window.source, window.inode, window.generation), end=window.events[-1].end,
                               line_no=window.line_end)
-        self._buffer.windows.append(WindowRow(
-            source=window.source, inode=window.inode, line_start=window.line_start, line_end=window.line_end,
-            line_count=len(window.events), verdict=_verdict(records), record_ids=[r.id for r in records],
-            run_id=self.run_id, generation=window.generation))
+        row = WindowRow(source=window.source, inode=window.inode, line_start=window.line_start,
+                        line_end=window.line_end, line_count=len(window.events), verdict=_verdict(records),
+                        record_ids=[r.id for r in records], run_id=self.run_id, generation=window.generation)
+        self._buffer.windows.append(_WindowWrite(row, window.events[0].offset, records))
         self._count_records(records)
         return records
 
@@ -373,20 +401,31 @@ class Pipeline:
     def _commit(self) -> None:
         buffer, self._buffer = self._buffer, _Buffer()
         with self.store.transaction() as tx:
-            tx.upsert_records(buffer.records)
-            tx.add_windows(buffer.windows)
-            if buffer.reviews:
-                tx.add_reviews(buffer.reviews)
-            if buffer.errors:
-                tx.add_errors(buffer.errors, run_id=self.run_id)
+            refused = _write_windows(tx, buffer.windows)
+            if refused:
+                tx.add_errors([self._quarantine(write, why) for write, why in refused], run_id=self.run_id)
             self.positions.write(tx, buffer.sources)
             self.baseline.flush(tx)
         self.metrics.deviations = self.baseline.deviations
-        self._stored.add(buffer.records)
-        if self.options.incremental and buffer.records:  # extend open incidents
-            self._group(_span_of(buffer.records))
-        if self.on_stored is not None and buffer.records:
-            self.on_stored(buffer.records)
+        left_out = {id(write) for write, _ in refused}
+        records = [r for write in buffer.windows if id(write) not in left_out for r in write.records]
+        self._stored.add(records)
+        if self.options.incremental and records:  # extend open incidents
+            self._group(_span_of(records))
+        if self.on_stored is not None and records:
+            self.on_stored(records)
+
+    def _quarantine(self, write: _WindowWrite, why: str) -> ErrorRow:
+        """A window the database refused: its lines were read (its position and line hashes are
+        committed as any other's: it is not read again) but are not stored; an error row says which."""
+        row = write.row
+        self.metrics.quarantine(row.line_count, write.records, write.reviews)
+        self.progress("errors", 1)
+        log.warning("%s: lines %d-%d not stored, the database refused them: %s", row.source, row.line_start,
+                    row.line_end, why)
+        return ErrorRow(source=row.source, offset=write.offset, stage="store", line_no=row.line_start,
+                        message=f"{row.source}: lines {row.line_start}-{row.line_end} ({row.line_count} lines) "
+                                f"were read but not stored: the database refused the window's rows ({why})")
 
     # ---- incidents -----------------------------------------------------------------------------
 
@@ -433,6 +472,23 @@ class Pipeline:
         status = status or ("failed" if self.metrics.errors else "ok")
         self.store.finish_run(self.run_id, status=status, metrics=self.metrics.as_dict())
         return self.metrics
+
+
+def _write_windows(tx: Transaction, writes: Sequence[_WindowWrite]) -> list[tuple[_WindowWrite, str]]:
+    """Write the windows' rows, all in one savepoint; if the database refuses that, each window in
+    its own, so that one refused value costs its window only. Returns the refused windows and why."""
+    if not writes or tx.attempt(lambda t: _write(t, writes)) is None:
+        return []
+    refused = [(write, tx.attempt(lambda t, w=write: _write(t, [w]))) for write in writes]
+    return [(write, why) for write, why in refused if why is not None]
+
+
+def _write(tx: Transaction, writes: Sequence[_WindowWrite]) -> None:
+    tx.upsert_records([r for write in writes for r in write.records])
+    tx.add_windows([write.row for write in writes])
+    reviews = [item for write in writes for item in write.reviews]
+    if reviews:
+        tx.add_reviews(reviews)
 
 
 def _span_of(records: Sequence[RiskRecord]) -> Span:

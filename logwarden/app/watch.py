@@ -36,11 +36,11 @@ from watchdog.observers import Observer
 
 from logwarden.app.events import ErrorRow
 from logwarden.app.ingest import (
+    Skipped,
     SourceKey,
     TailRead,
     identify,
     is_compressed,
-    iter_files,
     key_of,
     next_generation,
     read_head,
@@ -194,12 +194,16 @@ class Watcher:
     def _present(self) -> Iterator[tuple[Path, FileId, Look]]:
         """Regular files in the folders, oldest rotated file first."""
         try:
-            found = list(iter_files(self.folders))
+            found = list(self.pipeline.files(self.folders))
         except InputError:  # a watched folder was removed: nothing there now
             return
         for item in found:
             if isinstance(item, ErrorRow):
                 self._report_once(item)
+                continue
+            if isinstance(item, Skipped):  # a link out of the folders, the store's own files
+                if item.source not in self.pipeline.metrics.skipped:
+                    self.pipeline.skip(item)
                 continue
             try:
                 st = item.stat()
@@ -354,13 +358,14 @@ class Watcher:
 
     def _analyse(self, tail: Tail) -> None:
         batch = tail.batch()
-        before = self.pipeline.metrics.records
+        before, refused = self.pipeline.metrics.records, self.pipeline.metrics.windows_quarantined
         tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, generation=tail.generation,
                                          fmt=tail.fmt) or tail.fmt
         tail.analysed(batch)
         self._known[tail.key] = tail.state()
         self.stats.lines += len(batch)
         self.stats.batches += 1
+        self.stats.errors += self.pipeline.metrics.windows_quarantined - refused  # the database refused a window
         if self.pipeline.metrics.records > before:
             self.stats.last_record = f"{self.pipeline.metrics.records - before} record(s) from {tail.source}"
 

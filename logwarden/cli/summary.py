@@ -62,9 +62,10 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
                      ("model texts rejected", rejected_text(getattr(m, "texts_rejected", {})))]
     rows += [("records", m.records), ("errors", m.errors)]
     rows += [(name, value) for name, value in (("last lines held back", m.held_back_lines),
+                                                ("windows not stored (refused)", getattr(m, "windows_quarantined", 0)),
                                                 ("lines cut at the length limit", m.truncated_lines),
                                                 ("NUL bytes skipped", getattr(m, "nul_bytes", 0)),
-                                                ("files skipped (not logs)", len(getattr(m, "skipped", {})))) if value]
+                                                ("files skipped", len(getattr(m, "skipped", {})))) if value]
     for name, value in rows:
         add_row(table, name, f"{value:,}" if isinstance(value, int) else str(value))
     by_level = Counter(r.risk_level for r in records)

@@ -5,6 +5,7 @@ block, a link to /proc/kmsg: each is read (or refused, said once) and every late
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 
@@ -170,3 +171,22 @@ def test_a_folder_link_into_proc_is_not_walked(tmp_path):
     done = _logwarden("analyze", str(logs), "--rules-only", "--final", "--db", f"sqlite:///{db}", timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert any("pseudo" in m for m in refused(db, str(logs / "proc")))
+
+
+def test_a_1_mib_nul_block_loses_no_line_and_every_nul_is_counted(tmp_path):
+    """Issue 43, item 9: the NULs of a pre-allocated or crashed file, 1 MiB of them before a line
+    (and 1 MiB on a line of their own), are padding: no line is lost and each NUL is counted."""
+    before, after = brute_force(10, ip="198.51.100.9"), brute_force(10, ip="198.51.100.10", minute=1)
+    nuls = b"\x00" * (1 << 20)
+    path = tmp_path / "padded.log"
+    path.write_bytes(("\n".join(before) + "\n").encode() + nuls + ("\n".join(after) + "\n").encode()
+                     + nuls + b"\n" + (brute_force(1, minute=2)[0] + "\n").encode())
+    db = tmp_path / "lw.db"
+    result = analyze(str(path), "--json", "--db", f"sqlite:///{db}")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)["metrics"]
+    assert metrics["nul_bytes"] == 2 * len(nuls) and metrics["truncated_lines"] == 0
+    assert metrics["lines"] == 22 and accounted(db, str(path)) == (22, 0)
+    with sqlite3.connect(db) as conn:
+        shown = {text for (text,) in conn.execute("SELECT text FROM evidence")}
+    assert after[0] in shown  # the line right after the first block is read whole, not cut away with it

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from logwarden.app.baseline import Baseline
 from logwarden.app.events import ErrorRow
-from logwarden.app.ingest import TailRead, iter_files, source_name
+from logwarden.app.ingest import Skipped, TailRead, iter_files, source_name
 from logwarden.app.mine import SourceMiner, windows
 from logwarden.app.parse import parse_stream
 
@@ -39,6 +39,8 @@ def learn_paths(store, paths: Sequence[str | Path], *, include: Sequence[str] = 
     for item in iter_files(paths, include=include, exclude=exclude):
         if isinstance(item, ErrorRow):
             learned.errors += 1
+            continue
+        if isinstance(item, Skipped):  # a link out of the folder
             continue
         learned.files += 1
         source = source_name(item, node)

@@ -6,7 +6,7 @@ tailer can resume from, and file identity by content (a rotated, compressed or c
 source it was; a truncated one is a new generation). Knows nothing about log formats (app/parse) or persisted offsets (app/store).
 """
 
-from logwarden.app.ingest.files import is_rotated_name, iter_files, rotation_sort_key
+from logwarden.app.ingest.files import Skipped, is_rotated_name, iter_files, rotation_sort_key
 from logwarden.app.ingest.identity import (
     FINGERPRINT_BYTES,
     Fingerprint,
@@ -36,6 +36,6 @@ __all__ = [
     "DEFAULT_MAX_LINE_BYTES", "FINGERPRINT_BYTES", "Fingerprint", "TailRead", "fingerprint_of", "identify",
     "is_compressed", "is_rotated_name", "iter_files", "kept_part", "SourceKey", "key_of", "lines_within",
     "next_generation",
-    "read_complete_lines", "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary",
+    "read_complete_lines", "Skipped", "content_size", "read_head", "read_lines", "read_stream", "rotation_sort_key", "sniff_binary",
     "source_name", "undecided",
 ]

@@ -5,7 +5,8 @@ what a rotated name looks like, de-duplication, refusing paths that are not regu
 after following links (a FIFO or a device would be read forever, and so would a kernel
 pseudo-file such as `/proc/kmsg`, which calls itself regular: anything on proc, sysfs, debugfs…
 is refused, folders included), and turning an unreadable folder or a refused entry into an
-`ErrorRow`.
+`ErrorRow`; a link in a folder that points out of it is not followed unless asked (`follow_links`):
+it is `Skipped`, with the reason (a link to /etc/shadow in a log folder must not be read and stored).
 It does not open files or judge their content (that is `reader.sniff_binary`): nothing is
 skipped by its name alone.
 """
@@ -17,6 +18,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -32,6 +34,14 @@ _DATEEXT = re.compile(r"^.+-\d{8}(?:\d{2})?(?:\.(?:gz|bz2|xz|zst))?$")
 _PSEUDO_FS = frozenset(("proc", "sysfs", "debugfs", "tracefs", "securityfs", "configfs", "cgroup", "cgroup2",
                         "pstore", "bpf", "efivarfs", "fusectl", "devtmpfs", "devpts", "mqueue", "binfmt_misc"))
 _PSEUDO_ROOTS = ("/proc", "/sys")  # where there is no mount table to ask
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An entry of a folder not read by choice (not an error): its source name and why."""
+
+    source: str
+    reason: str
 
 
 def is_rotated_name(name: str) -> bool:
@@ -59,25 +69,57 @@ def rotated_onward(old: str, new: str) -> bool:
         (new.startswith(old + "-") and _DATEEXT.match(new) is not None)
 
 
-def iter_files(paths: Sequence[str | Path], *, include: Sequence[str] = (),
-               exclude: Sequence[str] = ()) -> Iterator[Path | ErrorRow]:
+def iter_files(paths: Sequence[str | Path], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+               follow_links: bool = False, never: Sequence[Path] = ()) -> Iterator[Path | ErrorRow | Skipped]:
     """Yield every file under `paths` (absolute), sorted and de-duplicated.
 
     Explicitly named files are always yielded; files found inside folders are filtered by the
     globs, matched against both the file name and its path relative to the given folder.
+    A link in a folder to a file or folder outside it is `Skipped` unless `follow_links`; one to
+    a file inside it is that file (read once). The files `never` (the store's own database and
+    its journals) are `Skipped` however they are reached: named, in a folder, through a link.
     A folder that cannot be listed yields an `ErrorRow`; a path that does not exist raises
     `InputError` at once, before anything is yielded.
     """
     roots = [_checked_root(p) for p in paths]
-    return _found_files(roots, include, exclude)
+    return _found_files(roots, include, exclude, follow_links, _Never.of(never))
 
 
-def _found_files(roots: list[Path], include: Sequence[str],
-                 exclude: Sequence[str]) -> Iterator[Path | ErrorRow]:
+@dataclass(frozen=True, slots=True)
+class _Never:
+    """Files never read, by real path and by file id (a hard link has another path)."""
+
+    paths: frozenset[str]
+    ids: frozenset[tuple[int, int]]
+
+    @classmethod
+    def of(cls, files: Sequence[Path]) -> _Never:
+        ids = set()
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+        return cls(frozenset(os.path.realpath(p) for p in files), frozenset(ids))
+
+    def holds(self, path: Path, real: str) -> bool:
+        if real in self.paths:
+            return True
+        try:
+            st = os.stat(path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) in self.ids
+
+
+def _found_files(roots: list[Path], include: Sequence[str], exclude: Sequence[str],
+                 follow_links: bool, never: _Never) -> Iterator[Path | ErrorRow | Skipped]:
     seen: set[str] = set()
     for root in roots:
         if root.is_dir():
-            found = _walk(root, root, include, exclude, visited=set())
+            walk = _Walk(root, include, exclude, None if follow_links else os.path.realpath(root))
+            found = walk.files(root)
         else:
             found = iter([root])
         for item in found:
@@ -86,6 +128,8 @@ def _found_files(roots: list[Path], include: Sequence[str],
                 if real in seen:
                     continue
                 seen.add(real)
+                if never.holds(item, real):
+                    item = Skipped(os_text(item), "the store's own database file: never read as a log")
             yield item
 
 
@@ -154,37 +198,66 @@ def _pseudo_devices() -> frozenset[int] | None:
     return frozenset(devices)
 
 
-def _walk(folder: Path, root: Path, include: Sequence[str], exclude: Sequence[str],
-          visited: set[str]) -> Iterator[Path | ErrorRow]:
-    real = os.path.realpath(folder)
-    if real in visited:  # a symlink loop
-        return
-    visited.add(real)
-    try:
-        entries = _sorted_entries(folder)
-    except OSError as exc:
-        yield _folder_error(folder, exc)
-        return
-    for entry in entries:
+@dataclass(slots=True)
+class _Walk:
+    """One folder given to read, walked: `inside` is its real path when links must stay in it."""
+
+    root: Path
+    include: Sequence[str]
+    exclude: Sequence[str]
+    inside: str | None
+    visited: set[str] = field(default_factory=set)  # real paths of the folders walked (links loop)
+
+    def files(self, folder: Path) -> Iterator[Path | ErrorRow | Skipped]:
+        real = os.path.realpath(folder)
+        if real in self.visited:  # a symlink loop
+            return
+        self.visited.add(real)
+        try:
+            entries = _sorted_entries(folder)
+        except OSError as exc:
+            yield _folder_error(folder, exc)
+            return
+        for entry in entries:
+            yield from self._entry(entry)
+
+    def _entry(self, entry: os.DirEntry) -> Iterator[Path | ErrorRow | Skipped]:
         path = Path(entry.path)
-        if not _wanted(path.relative_to(root).as_posix(), include, exclude) and not _is_dir(entry):
-            continue
+        if not _wanted(path.relative_to(self.root).as_posix(), self.include, self.exclude) and not _is_dir(entry):
+            return
         try:
             problem = _entry_refusal(entry)
         except FileNotFoundError:  # gone since the folder was listed (rotated away), or a dangling link
-            continue
+            return
         if problem is not None:
             yield ErrorRow(source=os_text(path), offset=None, stage="ingest",
                            message=f"{os_text(path)}: skipped, {problem}")
+        elif (outside := self._outside(entry)) is not None:
+            yield Skipped(os_text(path), f"a link out of {os_text(self.root)}, to {os_text(outside)}: not "
+                                         "followed (--follow-links reads it)")
         elif _is_dir(entry):
-            yield from _walk(path, root, include, exclude, visited)
+            yield from self.files(path)
         else:
             yield path
+
+    def _outside(self, entry: os.DirEntry) -> str | None:
+        """Where a link that leads out of the folder points (None: no link, or it stays inside)."""
+        if self.inside is None or not _is_link(entry):
+            return None
+        target = os.path.realpath(entry.path)
+        return None if target == self.inside or target.startswith(self.inside.rstrip("/") + "/") else target
 
 
 def _sorted_entries(folder: Path) -> list[os.DirEntry]:
     with os.scandir(folder) as it:
         return sorted(it, key=lambda e: rotation_sort_key(e.name))
+
+
+def _is_link(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

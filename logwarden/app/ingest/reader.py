@@ -376,35 +376,61 @@ class _LineSplitter:
         readline, limit, cursor = self.readline, self.max + 1, self.cursor
         source, inode = self.source, self.inode
         while raw := readline(limit):
-            size, dropped, terminated = len(raw), 0, raw[-1:] == b"\n"
-            if not terminated and size == limit:  # over the limit: its head is the line
-                rest, skipped, terminated = self._skip_rest()
-                raw, dropped, size = raw[:self.max], skipped + size - self.max, size + rest
+            size, dropped, nuls, terminated = len(raw), 0, 0, raw[-1:] == b"\n"
+            if not terminated and size == limit:  # over the limit (or padded with NULs)
+                raw, size, dropped, nuls, terminated = self._long_line(raw)
             if not terminated and not self.final_partial:  # still being written
                 self.held_back = True
                 return
-            line = _log_line(source, inode, cursor.offset, cursor.line_no, raw, dropped, cursor.offset + size)
+            line = _log_line(source, inode, cursor.offset, cursor.line_no, raw, dropped, cursor.offset + size, nuls)
             cursor.offset += size
             cursor.line_no += 1
             yield line
 
-    def _skip_rest(self) -> tuple[int, int, bool]:
-        """Consume the rest of an overlong line: (bytes consumed, content bytes skipped, terminated)."""
-        consumed = 0
+    def _long_line(self, head: bytes) -> tuple[bytes, int, int, int, bool]:
+        """A line longer than the limit as read, from its head on: (its text without NULs, cut at the
+        limit; bytes consumed; text bytes cut; NULs dropped; terminated). NULs do not count towards
+        the limit: a megabyte of them before a line (a pre-allocated or crashed file) is padding,
+        and the line after it is read whole, its NULs all counted."""
+        size, nuls = len(head), head.count(0)
+        kept = head.replace(b"\x00", b"") if nuls else head
+        while len(kept) <= self.max and (chunk := self.readline(_SKIP_CHUNK)):  # only NULs made room
+            size += len(chunk)
+            if 0 in chunk:
+                nuls += chunk.count(0)
+                chunk = chunk.replace(b"\x00", b"")
+            kept += chunk
+            if chunk[-1:] == b"\n":
+                break
+        terminated = kept[-1:] == b"\n"
+        text = kept[:-1] if terminated else kept
+        if len(text) <= self.max:
+            return kept, size, 0, nuls, terminated
+        dropped = len(text) - self.max
+        if not terminated:
+            rest, skipped, skipped_nuls, terminated = self._skip_rest()
+            size, dropped, nuls = size + rest, dropped + skipped - skipped_nuls, nuls + skipped_nuls
+        return text[:self.max], size, dropped, nuls, terminated
+
+    def _skip_rest(self) -> tuple[int, int, int, bool]:
+        """Consume the rest of an overlong line: (bytes consumed, content bytes skipped, NULs among
+        them, terminated)."""
+        consumed = nuls = 0
         while chunk := self.readline(_SKIP_CHUNK):
             consumed += len(chunk)
+            nuls += chunk.count(0)
             if chunk[-1:] == b"\n":
-                return consumed, consumed - 1, True
-        return consumed, consumed, False
+                return consumed, consumed - 1, nuls, True
+        return consumed, consumed, nuls, False
 
 
 def _log_line(source: str, inode: int, offset: int, line_no: int, raw: bytes,
-              dropped: int, end: int) -> LogLine:
+              dropped: int, end: int, nuls: int = 0) -> LogLine:
+    """`nuls`: those already dropped from `raw` (an overlong line's)."""
     if raw[-1:] == b"\n":
         raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
-    nuls = 0
     if 0 in raw:  # NUL padding or injected NULs: keep the line, lose the NULs (an int: `0 in` is a memchr)
-        nuls = raw.count(0)
+        nuls += raw.count(0)
         raw = raw.replace(b"\x00", b"")
     text = raw.decode("utf-8", "replace")
     if dropped:

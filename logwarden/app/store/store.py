@@ -283,6 +283,12 @@ class Store(Queries):
             found["file_size"] = sum(p.stat().st_size for p in _sqlite_files(path) if p.exists())
         return found
 
+    def own_files(self) -> list[Path]:
+        """The SQLite database's file and its companions (-wal, -shm, -journal), whether they exist
+        now or not: never to be read as logs. None for another database or one in memory."""
+        path = sqlite_file(self.engine.url) if is_sqlite(self.engine.url) else None
+        return [*_sqlite_files(path), path.with_name(path.name + "-journal")] if path is not None else []
+
     # -- plumbing ----------------------------------------------------------------------------
 
     @contextmanager

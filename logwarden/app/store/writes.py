@@ -3,17 +3,19 @@ repeat them: records upsert by id, windows by (source, inode, generation, line s
 (path, inode, generation), watched folders by path.
 
 Owns: how rows are written (dialect upserts — `INSERT … ON CONFLICT` on SQLite and PostgreSQL —,
-the generic fallback, child rows of evidence, and the NUL characters PostgreSQL's text refuses).
+the generic fallback, child rows of evidence, and the NUL characters PostgreSQL's text refuses), and
+a part of a transaction the database may refuse on its own (`attempt`: a savepoint).
 Does not open or commit transactions — the caller's `Connection` is already inside one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DataError, IntegrityError
 
 from logwarden.app.events import ErrorRow
 from logwarden.app.safetext import clean
@@ -36,6 +38,10 @@ from logwarden.schemas import RiskRecord
 _DIALECT_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 CHUNK = 500  # keeps IN lists and multi-row statements under SQLite's variable limit
 BASELINE_ROWS_MAX = 5000  # rows per baseline scope (endpoints of a site, message kinds of a program, a host's entities)
+# What a database raises when it refuses a value, not when it is unavailable: a constraint or a
+# trigger (IntegrityError), a value too big or of the wrong kind (DataError), an integer past 64
+# bits (sqlite3 raises OverflowError itself). A locked, full or lost database is none of these.
+REFUSALS = (IntegrityError, DataError, OverflowError)
 
 
 class Transaction:
@@ -43,6 +49,16 @@ class Transaction:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+
+    def attempt(self, write: Callable[[Transaction], object]) -> str | None:
+        """Run `write` in a savepoint: when the database refuses one of its values (`REFUSALS`), its
+        writes are rolled back, the transaction goes on and the refusal is returned in words."""
+        try:
+            with self.conn.begin_nested():
+                write(self)
+        except REFUSALS as exc:
+            return refusal_text(exc)
+        return None
 
     def upsert_records(self, records: Sequence[RiskRecord]) -> int:
         """Insert new records, update re-analysed ones in place (status and note untouched)."""
@@ -164,6 +180,12 @@ class Transaction:
         lines = [line for r in records for line in evidence_rows(r)]
         if lines:
             self.conn.execute(insert(EvidenceLine), _text_safe(self.conn, lines))
+
+
+def refusal_text(exc: BaseException) -> str:
+    """The database's own words for a refusal (SQLAlchemy's wrapper adds the statement and its values)."""
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {clean(str(cause))[:500]}"
 
 
 def _upsert(conn: Connection, table: Table, rows: list[dict[str, Any]], *, keys: Sequence[str],

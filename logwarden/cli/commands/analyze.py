@@ -37,6 +37,7 @@ from logwarden.cli.common import (
 )
 from logwarden.cli.progress import RunProgress
 from logwarden.cli.summary import print_run_summary
+from logwarden.cli.terminal import shown
 from logwarden.errors import RunStopped
 
 
@@ -50,6 +51,8 @@ from logwarden.errors import RunStopped
                    "window (the last three show rare lines too).")
 @click.option("--include", multiple=True, help="Glob of files to include (repeatable).")
 @click.option("--exclude", multiple=True, help="Glob of files to exclude (repeatable).")
+@click.option("--follow-links", is_flag=True, help="Read links in the folders that point out of them (default: "
+              "skipped and listed; LOGWARDEN_FOLLOW_LINKS).")
 @click.option("--max-batch", type=int, default=None, help="Most prompts per model call (default: LOGWARDEN_MAX_BATCH, 8).")
 @click.option("--throughput", is_flag=True,
               help="CUDA: feed the model the largest batches that fit in free GPU memory (no effect on CPU).")
@@ -73,13 +76,14 @@ from logwarden.errors import RunStopped
 @db_option
 @json_option
 @handle_errors
-def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, throughput, resume, node, final, export_format,
+def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_links, throughput, resume, node, final, export_format,
             export_out, year, sigma_paths, baseline_mode, db_url, as_json, **engine_kw):
     """Analyse log files and folders (recursive; .gz/.bz2/.xz and Windows .evtx too) into stored risk records."""
     export_file = _export_target(export_format, export_out, as_json)
     engine_opts = make_engine_options(engine_kw)
     options = RunOptions.from_settings(get_settings(), rules_only=rules_only, llm_policy=llm_policy,
                                        max_batch=engine_opts.max_batch, include=include, exclude=exclude,
+                                       follow_links=follow_links or None,
                                        resume=resume, final=final, node=node, sigma=sigma_paths, year=year,
                                        baseline=baseline_mode, llm_budget=llm_budget)
     db_url = db_url or get_settings().db_url
@@ -158,8 +162,8 @@ def _export(records, fmt: str, out) -> None:
 
 def _print_notes(m: RunMetrics) -> None:
     if m.skipped:
-        err_console.print("skipped, not logs: " + "; ".join(f"{Path(name).name} ({why.removeprefix('not a log: ')})"
-                                                           for name, why in m.skipped.items()),
+        err_console.print("skipped: " + "; ".join(f"{shown(Path(name).name)} ({shown(why.removeprefix('not a log: '))})"
+                                                 for name, why in m.skipped.items()),
                           highlight=False, markup=False)
     for reason in sorted(set(m.years.values())):
         names = ", ".join(Path(name).name for name, why in m.years.items() if why == reason)
@@ -174,3 +178,7 @@ def _print_notes(m: RunMetrics) -> None:
     if m.truncated_lines:
         err_console.print(f"note: {m.truncated_lines} line(s) were longer than the line limit; their first "
                           "64 KiB were analysed and the text ends in '… [truncated N bytes]'", highlight=False)
+    if m.windows_quarantined:
+        err_console.print(f"note: the database refused the rows of {m.windows_quarantined} window(s) "
+                          f"({m.lines_quarantined} lines): they were read, not stored; each is an error row "
+                          "of the run (the UI's errors) and is not read again by --resume", highlight=False)

@@ -33,6 +33,8 @@ from logwarden.cli.terminal import shown
               help="What the model reviews (as in analyze); it reviews beside the watcher, never in its way.")
 @click.option("--node", default=None, help="Name sources NODE:/path, for a store shared by several hosts "
               "(default: LOGWARDEN_NODE, else the path alone).")
+@click.option("--follow-links", is_flag=True, help="Read links in the folders that point out of them (default: "
+              "skipped; LOGWARDEN_FOLLOW_LINKS).")
 @click.option("--quiet", is_flag=True, help="Print only the new high/critical records (no status line).")
 @sigma_option
 @baseline_option
@@ -40,7 +42,7 @@ from logwarden.cli.terminal import shown
 @db_option
 @handle_errors
 def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
-          quiet, sigma_paths, baseline_mode, db_url, **engine_kw):
+          follow_links, quiet, sigma_paths, baseline_mode, db_url, **engine_kw):
     """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
     Each new high or critical record is printed on stdout as one line as it is stored."""
     from logwarden.app.follow import WatchOptions, follow
@@ -54,7 +56,8 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
     options = WatchOptions.from_settings(get_settings(), batch_lines=batch_lines, max_delay_ms=max_delay_ms,
                                          from_start=from_start, rules_only=rules_only,
                                          max_batch=engine_opts.max_batch, node=node, sigma=sigma_paths,
-                                         baseline=baseline_mode, llm_policy=llm_policy, llm_budget=llm_budget)
+                                         baseline=baseline_mode, llm_policy=llm_policy, llm_budget=llm_budget,
+                                         follow_links=follow_links or None)
     stats = follow(folders, lambda: open_store_from(db_url), engine, options, max_seconds=max_seconds,
                    on_stored=_print_alerts, status=None if quiet else _status_printer(),
                    on_started=None if quiet else functools.partial(_print_watching, folders))
