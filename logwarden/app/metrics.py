@@ -38,7 +38,7 @@ class RunMetrics:
     llm_calls: int = 0  # prompts the review sent (retries and engine failures included)
     llm_failures: int = 0
     reviews_pending: int = 0  # review items the budget left awaiting review
-    deviations_dismissed: int = 0  # deviation records the model judged normal (kept at info)
+    deviations_dismissed: int = 0  # deviation records the model judged normal (their level kept)
     windows_split: int = 0  # windows sent as more than one prompt
     rare_lines: int = 0  # lines of rare templates / rare value shapes, in every window with a digest (not rules-only)
     rare_lines_llm: int = 0  # ... in the windows sent to the model

@@ -20,8 +20,8 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - techniques are kept only when they are in the shipped ATT&CK table (an invented one is noted in
   `rejected` too);
 - a group of baseline deviations alone (no rule) takes the model's enumerated verdicts on its lines
-  (analyze_v4): all `benign` keeps it at `info` (dismissed), any `attack` raises it to
-  `ATTACK_VERDICT_FLOOR`, `suspicious` leaves its level; the verdict is kept on the record. A
+  (analyze_v4): any `attack` raises it to `ATTACK_VERDICT_FLOOR`; `benign` and `suspicious` leave
+  its level (a model's text or verdict only makes a record better); the verdict is kept on it. A
   finding on its lines raises it too; the baseline's category stays either way.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
@@ -87,8 +87,9 @@ DEFAULT_RECOMMENDATION = {
 
 
 NOTHING_FOUND = "nothing abnormal in what it was shown"
-DISMISSED = ("No action needed: the model judged this deviation normal. Accept it (`logwarden baseline accept`) to "
-             "make it part of the baseline, or confirm the record if you disagree.")
+JUDGED_NORMAL = ("The model judged this deviation normal; its level is kept (on labelled data the small models' "
+                 "\"normal\" was mostly an attack, EVAL.md). Accept it (`logwarden baseline accept`) to make it part "
+                 "of the baseline, or confirm the record.")
 CUT_VALUE = 16  # a name this long may be a prefix of the line's value: the digest shows long values cut
 _BACKSLASHES = re.compile(r"\\+")
 _COUNT = re.compile(r"\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?%?")  # "14", "1,200", "3.5%": counts a line need not show
@@ -530,17 +531,18 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
 
 def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: list[Technique],
                    common: dict) -> RiskRecord:
-    """A group of deviations as the model's verdict leaves it: benign → `info` with its reason (a
-    dismissal), attack → at least `ATTACK_VERDICT_FLOOR`, suspicious → the baseline's level."""
+    """A group of deviations as the model's verdict leaves it: attack → at least `ATTACK_VERDICT_FLOOR`;
+    benign and suspicious keep the baseline's level (the model may raise a deviation, never lower
+    it: its benign verdicts on realdata's held-out side were mostly attacks), with the verdict said."""
     verdict, result = judged.verdict, judged.result
     said = check(result.assessment.recommendation, result.digest, ids=result.lines_of) \
         if result.assessment.recommendation.strip() else Checked("")
     rejected = {"recommendation": said.reason} if said.reason else None
     if verdict.verdict == "benign":
-        return _record(window, level="info",
+        return _record(window, level=group.floor,
                        anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {said.text or NOTHING_FOUND}"[
                            :STORED_TEXT_MAX],
-                       recommendation=DISMISSED, techniques=techniques, decided_by="rules+llm", llm=result,
+                       recommendation=JUDGED_NORMAL, techniques=techniques, decided_by="rules+llm", llm=result,
                        rejected=rejected, verdict=judged.as_dict, **common)
     floor = max(group.floor, ATTACK_VERDICT_FLOOR, key=risk_rank) if verdict.verdict == "attack" else group.floor
     stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"

@@ -6,8 +6,8 @@ Owns: `ReviewItem` (one prompt — a digest part of one window — with the wind
 names, the signals whose records its answer may change, and their record ids), its priority,
 `Budget` (a duration, a number of tokens, or unlimited), and `Reviewer`: items in priority order →
 engine batches → the records they touch replaced in the store, in the transaction that marks the
-items done. The merge policy is postprocess's: a rule's level is never lowered; a deviation the
-model found nothing on is kept at `info` with the model's reason. Failed prompts are retried
+items done. The merge policy is postprocess's: a rule's or a deviation's level is never lowered;
+the model's verdict on a deviation is kept on its record (attack raises it). Failed prompts are retried
 alone once; five failures in a row open the circuit breaker (the rest stays pending). Knows
 nothing of files, terminals or the CLI (progress is a callback).
 """
@@ -182,7 +182,7 @@ class ReviewStats:
     findings: int = 0
     entities_named: int = 0
     entities_ungrounded: int = 0
-    dismissed: int = 0  # deviation records the model judged normal (kept at info)
+    dismissed: int = 0  # deviation records the model judged normal (their level kept)
     texts_rejected: Counter = field(default_factory=Counter)  # reason → model texts the gate turned down
     records: list[RiskRecord] = field(default_factory=list)
     breaker_open: bool = False
@@ -280,7 +280,7 @@ class Reviewer:
         self.stats.entities_ungrounded += outcome.ungrounded
         self.stats.texts_rejected.update(outcome.rejected)
         changed = [r for r in outcome.records if r.decided_by != "rules"]
-        self.stats.dismissed += sum(1 for r in changed if r.id in item.record_ids and r.risk_level == "info")
+        self.stats.dismissed += sum(1 for r in changed if r.id in item.record_ids and r.verdict.get("verdict") == "benign")
         return changed
 
     def _count_failure(self, result: LLMResult) -> None:

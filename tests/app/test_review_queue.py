@@ -1,8 +1,8 @@
 """The model's review queue: rules' and baselines' records are stored as windows are cut (the model
 never blocks ingestion); prompts are answered most suspicious first, in batches across windows and
 files, within a budget; what the budget leaves is stored as awaiting review and answered later by
-`logwarden review --pending`, nothing lost or doubled; the model may dismiss a baseline deviation
-(kept at info with its reason), never lower a rule; a kill during the review loses no ingested
+`logwarden review --pending`, nothing lost or doubled; the model judges each baseline deviation
+(attack raises it; normal is said, its level kept), never lowers a rule; a kill during the review loses no ingested
 line. The engine is a stand-in (the code under test is the queue and the merge around it)."""
 
 from __future__ import annotations
@@ -113,11 +113,13 @@ def test_prompts_of_several_windows_share_a_batch(site):
     assert [len(call) for call in review_calls(engine)] == [4]
 
 
-def test_a_deviation_the_model_finds_nothing_on_is_kept_at_info_with_its_reason(site):
+def test_a_deviation_the_model_judges_normal_keeps_its_level_and_says_so(site):
     store, today = site
+    before = {r.id: r.risk_level for r in (run(store, None, today, rules_only=True) and deviation_records(store))}
     metrics = run(store, reviewer(), today)
     records = deviation_records(store)
-    assert records and all(r.risk_level == "info" and r.decided_by == "rules+llm" for r in records)
+    # the model may only raise a deviation: its "benign" on realdata's held-out side was mostly an attack
+    assert records and all(r.risk_level == before[r.id] != "info" and r.decided_by == "rules+llm" for r in records)
     assert all(f"judged normal by the model: {ORDINARY}" in r.anomaly for r in records)
     assert all(r.verdict == {"verdict": "benign", "stage": "none", "category": "benign"} for r in records)
     assert metrics.deviations_dismissed == len(records)
@@ -198,7 +200,7 @@ def test_the_budget_leaves_prompts_awaiting_review_and_review_pending_answers_th
         again = CliRunner().invoke(main, ["review", "--pending", "--db", db, "--json"])
     assert json.loads(again.stdout)["reviewed"] == 0 and sum(map(len, review_calls(engine))) == 3  # nothing twice
     assert store.query_records(RecordFilter(pending=True), limit=100) == []
-    assert all(r.risk_level == "info" for r in deviation_records(store))
+    assert all(r.verdict.get("verdict") == "benign" for r in deviation_records(store))
     ids = [r.id for r in store.query_records(RecordFilter(), limit=1000)]
     assert len(ids) == len(set(ids))
 
