@@ -65,6 +65,8 @@ def test_batch_bitmask_equals_per_row_fill_along_diverging_paths(qwen_tokenizer)
         batch.accept_many([0, 1, 2], picks)
         for row, token in enumerate(picks):
             assert reference[row].accept_token(token)
+        if any(m.is_terminated() for m in reference):  # a short answer ended ({"findings": []}): masks compared so far
+            break
 
 
 def test_batch_mask_on_a_subset_of_rows_uses_those_rows_matchers(qwen_tokenizer):

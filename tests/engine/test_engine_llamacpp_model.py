@@ -59,7 +59,7 @@ def test_batch_answers_are_schema_valid_and_reuse_the_prefix(engine):
     for generation in (first, second):
         assert generation.finished and generation.error is None, generation.text
         assessment = LLMAssessment.model_validate_json(generation.text)
-        assert assessment.recommendation and all(f.anomaly and f.evidence for f in assessment.findings)
+        assert all(f.anomaly and f.evidence for f in assessment.findings)  # the recommendation is optional
         assert generation.stats.new_tokens > 5 and generation.stats.prompt_tokens > engine.count_tokens(system)
     again = engine.generate([Request(system, SSHD_USER + "\n(again)")], schema=assessment_json_schema(),
                             max_new_tokens=320)[0]
@@ -140,7 +140,7 @@ def test_the_adapter_changes_the_answer(engine):
         plain.close()
     assert plain.describe()["adapter"] is None
     for generation in (tuned, untuned):
-        assert generation.error is None and generation.text.startswith('{"findings": [{'), generation.text
+        assert generation.error is None and '"findings": [{' in generation.text, generation.text
     assert tuned.text != untuned.text
 
 

@@ -46,6 +46,6 @@ def test_attack_windows_give_a_valid_assessment_pinned_to_their_digest(engine, s
     generation = engine.generate([request], max_new_tokens=320)[0]
     assert generation.finished, generation.text
     assessment = LLMAssessment.model_validate_json(generation.text)
-    assert assessment.recommendation
+    assert assessment.findings or assessment.recommendation  # the recommendation is optional (analyze_v4)
     assert all(set(f.evidence) <= set(triage.parts[0].refs) for f in assessment.findings)
     assert generation.stats.cached_prefix_tokens > 250 and generation.stats.new_tokens > 5

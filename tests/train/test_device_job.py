@@ -113,9 +113,9 @@ def test_the_job_trains_and_answers_every_recorded_prompt_under_its_own_grammar(
     out, data = rehearsal["out"], rehearsal["mdl"] / "data"
     assert (out / "adapter" / "adapter_model.safetensors").is_file() and (out / "adapter" / "training.json").is_file()
     generation = json.loads((out / "generation.json").read_text())
-    assert set(generation) == {"base", "adapter"} and set(generation["base"]["sets"]) == {"sample", "heldout", "val"}
+    assert set(generation) == {"base", "adapter"} and set(generation["base"]["sets"]) == {"sample", "heldout", "heldout_suspicious", "val"}
     schemas = {}
-    for name in ("sample", "heldout"):
+    for name in ("sample", "heldout", "heldout_suspicious"):
         rows = gzip.decompress((data / f"prompts_{name}.jsonl.gz").read_bytes()).decode().splitlines()
         schemas |= {row["user"]: row["schema"] for row in map(json.loads, rows)}
     for config in ("base", "adapter"):
@@ -132,7 +132,7 @@ def test_scoring_replays_the_answers_through_the_pipeline(rehearsal):
     from logwarden.app.evaluate import labelled_files, load_labels, run_eval
 
     score = rehearsal["score"]
-    assert set(score) == {"sample_logs", "heldout", "generated_val"}
+    assert set(score) == {"sample_logs", "heldout", "heldout_suspicious", "generated_val"}
     for part in ("sample_logs", "heldout"):
         assert set(score[part]) == {"rules-only", "base", "adapter"}
         for name in ("base", "adapter"):
