@@ -117,8 +117,13 @@ class LLMAssessment(BaseModel):
 
 
 def assessment_json_schema() -> dict[str, Any]:
-    """The JSON schema of any answer (evidence ids by pattern): validation, servers without per-request schemas."""
-    return copy.deepcopy(_base_schema())
+    """The JSON schema of an answer to a prompt that shows no deviation (evidence ids by pattern): the
+    fallback grammar, servers without per-request schemas. Verdicts are asked only by a per-prompt
+    schema that names the deviations' lines (`answer_schema`); offered here, a model trained on
+    findings-first answers starts writing empty verdict lists instead of its findings."""
+    schema = copy.deepcopy(_base_schema())
+    del schema["properties"]["verdicts"]
+    return schema
 
 
 @lru_cache(maxsize=1)
@@ -136,12 +141,12 @@ def answer_schema(refs: Sequence[str], deviations: Sequence[str] = ()) -> dict[s
     schema["$defs"]["Finding"]["properties"]["evidence"]["items"] = {"type": "string", "enum": list(refs)}
     shown = list(dict.fromkeys(deviations))[:VERDICTS_MAX]
     if not shown:
-        del schema["properties"]["verdicts"]
         return schema
     verdict = schema["$defs"]["DeviationVerdict"]
-    schema["properties"]["verdicts"] = {
-        "type": "array", "minItems": len(shown), "maxItems": len(shown), "items": False,
-        "prefixItems": [{**verdict, "properties": {**verdict["properties"], "line": {"const": ref}}} for ref in shown]}
+    verdicts = {"type": "array", "minItems": len(shown), "maxItems": len(shown), "items": False,
+                "prefixItems": [{**verdict, "properties": {**verdict["properties"], "line": {"const": ref}}}
+                                for ref in shown]}
+    schema["properties"] = {"verdicts": verdicts, **schema["properties"]}  # first: the grammar keeps this order
     schema["required"] = ["verdicts", *schema.get("required", [])]
     return schema
 

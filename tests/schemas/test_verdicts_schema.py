@@ -33,10 +33,20 @@ def test_a_verdict_is_enumerated_not_written():
             LLMAssessment.model_validate({"verdicts": [ok | bad], "findings": []})
 
 
-def test_xgrammar_admits_only_the_verdicts_in_order():
+def test_xgrammar_admits_only_the_verdicts_in_order_and_before_the_findings():
     xgr = pytest.importorskip("xgrammar")  # a dependency of the transformers extra, installed by make setup-test
-    grammar = str(xgr.Grammar.from_json_schema(json.dumps(answer_schema(["L3", "L9"], ["L9", "L3"])), any_whitespace=False))
-    assert grammar.index('"\\"L9\\""') < grammar.index('"\\"L3\\""')
+    grammar = xgr.Grammar.from_json_schema(json.dumps(answer_schema(["L3", "L9"], ["L9", "L3"])), any_whitespace=False)
+
+    def verdict(line):
+        return {"line": line, "verdict": "benign", "stage": "none", "category": "benign"}
+
+    def accepts(answer):
+        return xgr.testing._is_grammar_accept_string(grammar, json.dumps(answer))
+
+    assert accepts({"verdicts": [verdict("L9"), verdict("L3")], "findings": []})
+    assert not accepts({"verdicts": [verdict("L3"), verdict("L9")], "findings": []})  # out of order
+    assert not accepts({"verdicts": [verdict("L9")], "findings": []})  # one missing
+    assert not accepts({"findings": []})
 
 
 def test_llama_cpps_grammar_compiles_the_schema():
