@@ -20,13 +20,12 @@ from _ui_helpers import fill_store
 from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
     CHROMIUM,
     browser,
-    free_port,
     keep_shot,
     outside_requests,
     page,
     settle,
     shoot,
-    wait_healthy,
+    ui_server,
 )
 
 from logwarden.app.incidents.story import StoryWriter
@@ -59,18 +58,10 @@ def server(tmp_path_factory):
     incident = max(store.incidents.query(limit=1000), key=lambda i: (len(i.hosts), len(i.record_ids), i.id))
     written = StoryWriter(store, storyteller(incident), budget=Budget()).write([incident], limit=1)
     assert written.written == 1
-    port, log = free_port(), folder / "server.log"
-    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
-    with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(base, process, log)
-        yield base, store, folder, store.incidents.get(incident.id)
+        with ui_server(url, folder) as (base, log):
+            yield base, store, folder, store.incidents.get(incident.id)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
         store.close()
 
 

@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -65,6 +67,24 @@ def wait_healthy(base: str, process: subprocess.Popen, log: Path, deadline_s: fl
     pytest.fail(f"logwarden ui did not answer within {deadline_s}s:\n{log.read_text()}")
 
 
+@contextmanager
+def ui_server(url: str, folder: Path) -> Iterator[tuple[str, Path]]:
+    """`logwarden ui` over `url` on a free loopback port, started in `folder` without a password (so
+    with a printed token): (its base URL, its log) once it answers; stopped on exit."""
+    port, log = free_port(), folder / "server.log"
+    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
+                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, process, log)
+        yield base, log
+    finally:
+        process.terminate()  # `logwarden ui` passes SIGTERM on to Streamlit
+        process.wait(timeout=30)
+
+
 def sign_in(page, base: str, log: Path) -> None:
     """Open the printed URL's token once (on a light path: no script run), as the analyst does."""
     token = printed_token(log)
@@ -78,18 +98,10 @@ def server(tmp_path_factory):
         pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
     folder = tmp_path_factory.mktemp("ui_browser")
     url, store = fill_store(folder, with_samples=True)
-    port, log = free_port(), folder / "server.log"
-    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
-    with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(base, process, log)
-        yield base, store, folder
+        with ui_server(url, folder) as (base, log):
+            yield base, store, folder
     finally:
-        process.terminate()  # `logwarden ui` passes SIGTERM on to Streamlit
-        process.wait(timeout=30)
         store.close()
 
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from _store_helpers import make_record
 from _ui_helpers import fill_store
-from test_ui_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, free_port, printed_token, settle, wait_healthy
+from test_ui_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, printed_token, settle, ui_server
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -39,18 +39,10 @@ def server(tmp_path_factory):
     url, store = fill_store(folder)
     (folder / ".streamlit").mkdir()
     (folder / ".streamlit" / "config.toml").write_text(HOSTILE_CONFIG, encoding="utf-8")
-    port, log = free_port(), folder / "server.log"
-    env = {k: v for k, v in os.environ.items() if k != "LOGWARDEN_UI_PASSWORD"}
-    with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "logwarden.cli.commands.ui", "--db", url, "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=folder)
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_healthy(base, process, log)
-        yield base, store, folder, port, printed_token(log)
+        with ui_server(url, folder) as (base, log):
+            yield base, store, folder, int(base.rsplit(":", 1)[1]), printed_token(log)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
         store.close()
 
 
