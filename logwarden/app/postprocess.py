@@ -537,19 +537,16 @@ def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: l
     verdict, result = judged.verdict, judged.result
     said = check(result.assessment.recommendation, result.digest, ids=result.lines_of) \
         if result.assessment.recommendation.strip() else Checked("")
-    rejected = {"recommendation": said.reason} if said.reason else None
     if verdict.verdict == "benign":
-        return _record(window, level=group.floor,
-                       anomaly=f"{_rules_anomaly(group)} — judged normal by the model: {said.text or NOTHING_FOUND}"[
-                           :STORED_TEXT_MAX],
-                       recommendation=JUDGED_NORMAL, techniques=techniques, decided_by="rules+llm", llm=result,
-                       rejected=rejected, verdict=judged.as_dict, **common)
-    floor = max(group.floor, ATTACK_VERDICT_FLOOR, key=risk_rank) if verdict.verdict == "attack" else group.floor
-    stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"
-    return _record(window, level=floor,
-                   anomaly=f"{_rules_anomaly(group)} — judged {verdict.verdict} by the model{stage}"[:STORED_TEXT_MAX],
-                   recommendation=said.text or DEFAULT_RECOMMENDATION[group.category], techniques=techniques,
-                   decided_by="rules+llm", llm=result, rejected=rejected, verdict=judged.as_dict, **common)
+        judgement, recommendation = f"judged normal by the model: {said.text or NOTHING_FOUND}", JUDGED_NORMAL
+    else:
+        stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"
+        judgement = f"judged {verdict.verdict} by the model{stage}"
+        recommendation = said.text or DEFAULT_RECOMMENDATION[group.category]
+    level = max(group.floor, ATTACK_VERDICT_FLOOR, key=risk_rank) if verdict.verdict == "attack" else group.floor
+    return _record(window, level=level, anomaly=f"{_rules_anomaly(group)} — {judgement}"[:STORED_TEXT_MAX],
+                   recommendation=recommendation, techniques=techniques, decided_by="rules+llm", llm=result,
+                   rejected={"recommendation": said.reason} if said.reason else None, verdict=judged.as_dict, **common)
 
 
 def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequence[Signal]) -> RiskRecord:
