@@ -311,3 +311,23 @@ def test_a_cut_answer_without_a_whole_finding_is_a_failure():
                  '{"verdicts": [' + _VERDICT[:30]):
         result = _cut(text)
         assert result.assessment is None and "token budget" in result.error
+
+
+def test_a_review_of_one_part_keeps_the_whole_group_its_lines_belong_to():
+    """A window split into prompts: the part that shows one of a group's signals answers for the
+    whole group, so the reviewed record replaces the rules' record with the same lines, not fewer
+    (the group cut to the part's signals overwrote the full record: 45 attacks lost on realdata)."""
+    from logwarden.app.digest import DigestPart
+    from logwarden.app.review import ReviewItem
+
+    early = Signal(rule_id="lw-ssh-bruteforce", title="SSH brute force", level="high", category="brute_force",
+                   techniques=[], source="/var/log/auth.log", line_numbers=[1, 2], key="203.0.113.7")
+    late = Signal(rule_id="lw-ssh-bruteforce", title="SSH brute force", level="high", category="brute_force",
+                  techniques=[], source="/var/log/auth.log", line_numbers=[6, 7], key="203.0.113.7")
+    window, _ = window_of(BRUTE, [early, late])
+    [full] = build_records(window, [early, late], None, PROV)
+    part = DigestPart(text="L1 " + BRUTE[0], refs=["L1"], lines_of={"L1": [1]}, shown_lines=[1], index=1, total=2)
+    item = ReviewItem.of(window, part, [early, late], [full], run_id="run1")
+    [reviewed] = assess_window(item.window(), item.signals, [answer(part, finding(evidence=["L1"]))], PROV).records
+    assert reviewed.id == full.id and reviewed.decided_by == "rules+llm"
+    assert reviewed.evidence.line_numbers == full.evidence.line_numbers == [1, 2, 6, 7]
