@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from logwarden.app.export import forward, syslog
 from logwarden.app.export.forward import forward_splunk_hec, hec_endpoint
 from logwarden.app.export.syslog import forward_syslog, parse_syslog_url
 from logwarden.app.export.tally import Tally
@@ -82,8 +83,6 @@ def deliver(items: Sequence[tuple[str, str]], url: str, *, fmt: str, kind: str, 
     pending = [(item_id, text) for item_id, text in items if item_id not in taken or taken[item_id] in send_again]
     ids, texts = [item_id for item_id, _ in pending], [text for _, text in pending]
 
-    timeout = {} if options.timeout is None else {"timeout": options.timeout}
-
     def mark(batch_ids: list[str], state: str) -> None:
         cursor.mark(destination, kind, batch_ids, state)
 
@@ -93,7 +92,7 @@ def deliver(items: Sequence[tuple[str, str]], url: str, *, fmt: str, kind: str, 
         if not options.token:
             raise ConfigError("A Splunk HEC token is required.")
         tally = forward_splunk_hec(texts, url, token=options.token, ids=ids, mark=mark,
-                                   verify_tls=options.verify_tls, **timeout)
+                                   verify_tls=options.verify_tls, timeout=options.timeout or forward.TIMEOUT_S)
     else:
-        tally = forward_syslog(texts, url, ids=ids, mark=mark, **timeout)
+        tally = forward_syslog(texts, url, ids=ids, mark=mark, timeout=options.timeout or syslog.TIMEOUT_S)
     return DeliveryReport(destination, kind, len(items), len(items) - len(pending), tally)

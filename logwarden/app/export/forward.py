@@ -32,6 +32,7 @@ HEC_PATH = "/services/collector/event"
 ACK_PATH = "/services/collector/ack"
 CHANNEL_HEADER = "X-Splunk-Request-Channel"
 MAX_BATCH_BYTES = 800_000
+TIMEOUT_S = 30.0  # one request
 # failures that mean the request never reached the server: safe to send again
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -46,7 +47,7 @@ class _Refused(Exception):
 
 def forward_splunk_hec(events: Iterable[str | dict[str, Any]], url: str, *, token: str,
                        ids: Sequence[str] | None = None, mark: Marker = no_marks, verify_tls: bool = True,
-                       batch: int = 100, retries: int = 3, backoff_s: float = 0.5, timeout: float = 30.0,
+                       batch: int = 100, retries: int = 3, backoff_s: float = 0.5, timeout: float = TIMEOUT_S,
                        ack_timeout: float = 60.0, ack_poll_s: float = 1.0) -> Tally:
     """POST `events` (HEC envelopes, as JSON text or dicts) whose event ids are `ids` (default: their
     positions); `mark(ids, state)` hears each batch's state as soon as it is known. Returns the tally;
@@ -88,9 +89,10 @@ def forward_splunk_hec(events: Iterable[str | dict[str, Any]], url: str, *, toke
             _await_acks(client, ack_endpoint(endpoint), waiting, settle, ack_timeout=ack_timeout,
                         poll_s=ack_poll_s)
     if problem:
-        raise ForwardError(f"{problem}. Delivered {tally.describe()}. The cursor remembers what was taken: "
-                           "re-run the same export to send the rest (--resend uncertain sends the uncertain "
-                           "ones again; receivers can deduplicate them by event id).", tally)
+        again = (" (--resend uncertain sends the uncertain ones again; receivers can deduplicate them by event id)"
+                 if tally.uncertain else "")
+        raise ForwardError(f"{problem}. {tally.describe()}. The cursor remembers what was taken: "
+                           f"re-run the same export to send the rest{again}.", tally)
     return tally
 
 

@@ -35,6 +35,7 @@ NOTICE = 5
 UDP_MAX = 65_507  # largest UDP payload over IPv4
 BOM = "\ufeff"
 DEFAULT_PORT = 514
+TIMEOUT_S = 10.0  # the connection, each write, and the wait for the receiver's close
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,7 @@ def frame(message: bytes, target: SyslogTarget) -> bytes:
 
 
 def forward_syslog(lines: Iterable[str], url: str, *, ids: Sequence[str] | None = None, mark: Marker = no_marks,
-                   app_name: str = "logwarden", hostname: str | None = None, timeout: float = 10.0,
+                   app_name: str = "logwarden", hostname: str | None = None, timeout: float = TIMEOUT_S,
                    bom: bool = False) -> Tally:
     """Send each line as one RFC 5424 message (event ids `ids`, default their positions); `mark(ids,
     state)` hears what went out. Returns the tally (everything `sent`: nothing is confirmed)."""
@@ -116,12 +117,12 @@ def forward_syslog(lines: Iterable[str], url: str, *, ids: Sequence[str] | None 
         _settle(event_ids[:written], "uncertain", mark, tally)
         raise ForwardError(f"The syslog receiver at {target.host}:{target.port} (tcp) {exc.problem} after "
                            f"{written} of {len(texts)} messages were written; how many it read is unknown. "
-                           f"Delivered {tally.describe()}. Re-run with --resend uncertain to send them again "
+                           f"{tally.describe()}. Re-run with --resend uncertain to send them again "
                            "(CEF carries the record id as externalId, to deduplicate).", tally) from None
     except OSError as exc:
         raise ForwardError(f"Cannot send syslog to {target.host}:{target.port} over {target.transport}: {exc}. "
                            "Check that the receiver is running and the port is open. "
-                           f"Delivered {tally.describe()}.", tally) from exc
+                           f"{tally.describe()}.", tally) from exc
     _settle(event_ids[:written], "sent", mark, tally)
     return tally
 

@@ -50,11 +50,11 @@ class Tally:
         return self.total - sum(self.counts.values())
 
     def describe(self) -> str:
-        """e.g. "of 542: 300 accepted (…), 242 not sent"."""
+        """e.g. "Of 542 events: 300 accepted (…), 242 not sent"."""
         parts = [f"{self.counts[state]} {WORDS[state]}" for state in STATES if self.counts.get(state)]
         if self.unsent:
             parts.append(f"{self.unsent} not sent")
-        return f"of {self.total}: " + (", ".join(parts) or "nothing to send")
+        return f"Of {self.total} events: " + (", ".join(parts) or "nothing to send")
 
     def to_dict(self) -> dict[str, int]:
         return {"total": self.total, **{state: self.counts.get(state, 0) for state in STATES},

@@ -118,6 +118,5 @@ def _forward(store, fmt, kind, items, url, token_env, insecure, resend, timeout,
         print_json(report.to_dict())
         return
     skipped = f"; {report.skipped} already delivered there, not sent again" if report.skipped else ""
-    note = "" if report.confirmed else " — sent, not confirmed: the receiver does not acknowledge"
-    err_console.print(f"{len(items)} {kind} as {fmt} to {report.destination}: this run {report.tally.describe()}"
-                      f"{skipped}{note}", highlight=False)
+    err_console.print(f"{len(items)} {kind} as {fmt} to {report.destination}. This run: {report.tally.describe()}"
+                      f"{skipped}", highlight=False)

@@ -18,7 +18,7 @@ class HecServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), HecHandler)
         self.events: list[dict] = []
-        self.requests = 0  # event requests
+        self.requests = 0  # requests, but for ack queries
         self.fail_next = 0  # answer this many requests with 503 first
         self.fail_after: int | None = None  # answer 503 to every batch after this many were indexed
         self.batches = 0
@@ -49,14 +49,16 @@ class HecHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = self.rfile.read(int(self.headers["Content-Length"])).decode("utf-8")
+        is_ack = self.path == "/services/collector/ack"
+        with self.server.lock:
+            self.server.requests += not is_ack
         if self.headers.get("Authorization") != f"Splunk {TOKEN}":
             code = 401 if self.headers.get("Authorization") is None else 403
             return self._answer(code, {"text": "Invalid token", "code": 4})
         channel = self.headers.get("X-Splunk-Request-Channel")
-        if self.path == "/services/collector/ack":
+        if is_ack:
             return self._ack(channel, json.loads(body))
         with self.server.lock:
-            self.server.requests += 1
             if self.server.fail_next:
                 self.server.fail_next -= 1
                 return self._answer(503, {"text": "Server is busy", "code": 9})
