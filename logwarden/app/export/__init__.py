@@ -1,5 +1,6 @@
 """Exports of risk records (and incidents, `incidents.py`) to SIEMs: serialization to JSONL, ECS, OCSF, Splunk HEC and CEF, and
-forwarders to Splunk HEC (HTTP) and syslog (RFC 5424 over UDP/TCP).
+forwarders to Splunk HEC (HTTP, indexer acknowledgement where offered) and syslog (RFC 5424 over UDP/TCP),
+each destination's events sent once through a delivery cursor (`deliver.py`).
 
 Does not read the store: callers pass records (e.g. from `Store.query_records`).
 """
@@ -11,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from logwarden.app.export.cef import to_cef
+from logwarden.app.export.deliver import RESEND, DeliveryReport, ForwardOptions, deliver, destination_key
 from logwarden.app.export.ecs import to_ecs
 from logwarden.app.export.errors import ForwardError
 from logwarden.app.export.forward import forward_splunk_hec
@@ -18,6 +20,7 @@ from logwarden.app.export.incidents import INCIDENT_FORMATS, export_incidents, t
 from logwarden.app.export.ocsf import to_ocsf
 from logwarden.app.export.splunk import to_splunk_hec
 from logwarden.app.export.syslog import forward_syslog
+from logwarden.app.export.tally import Tally
 from logwarden.app.safetext import json_safe
 from logwarden.errors import InputError
 from logwarden.schemas import RiskRecord
@@ -48,6 +51,7 @@ def export_records(records: Iterable[RiskRecord], fmt: str) -> Iterator[str]:
     return (serialize(record) for record in records)
 
 
-__all__ = ["FORMATS", "INCIDENT_FORMATS", "ForwardError", "export_incidents", "export_records", "to_ecs_incident",
+__all__ = ["FORMATS", "INCIDENT_FORMATS", "RESEND", "DeliveryReport", "ForwardError", "ForwardOptions", "Tally",
+           "deliver", "destination_key", "export_incidents", "export_records", "to_ecs_incident",
            "to_ocsf_incident", "forward_splunk_hec", "forward_syslog",
            "to_cef", "to_ecs", "to_ocsf", "to_splunk_hec"]

@@ -4,6 +4,13 @@ URLs: `syslog://host:514` (UDP), `syslog+tcp://host:514` (TCP, octet-counting fr
 survives newlines in messages), `syslog+tcp://host:514?framing=newline` (LF-terminated, for
 receivers without octet counting). Optional `?facility=local4`.
 
+Neither transport confirms delivery: UDP is fire and forget, and plain TCP syslog (RFC 6587) has no
+acknowledgement, so what went out is `sent`, not confirmed. Over TCP a receiver that closed or reset
+the connection is seen (before each message, and after our end of the stream, when a receiver that
+read everything closes too) and is a ForwardError with the count written; those are `uncertain`.
+RELP would confirm, but no maintained Python RELP library exists (pyrelp wraps librelp and was last
+released in 2014); TLS (RFC 5425) protects the stream and confirms nothing either.
+
 Owns: the syslog header, framing and sockets. Does not know records (callers pass text lines,
 typically CEF) except that a CEF line's severity sets the syslog severity.
 """
@@ -11,13 +18,15 @@ typically CEF) except that a CEF line's severity sets the syslog severity.
 from __future__ import annotations
 
 import os
+import select
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
 from logwarden.app.export.errors import ForwardError
+from logwarden.app.export.tally import Marker, Tally, no_marks
 from logwarden.errors import ConfigError
 
 FACILITIES = {"kern": 0, "user": 1, "daemon": 3, "auth": 4, "syslog": 5, "authpriv": 10, "security": 13,
@@ -26,6 +35,7 @@ NOTICE = 5
 UDP_MAX = 65_507  # largest UDP payload over IPv4
 BOM = "\ufeff"
 DEFAULT_PORT = 514
+TIMEOUT_S = 10.0  # the connection, each write, and the wait for the receiver's close
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +94,51 @@ def frame(message: bytes, target: SyslogTarget) -> bytes:
     return message.replace(b"\n", b" ") + b"\n"
 
 
-def forward_syslog(lines: Iterable[str], url: str, *, app_name: str = "logwarden", hostname: str | None = None,
-                   timeout: float = 10.0, bom: bool = False) -> int:
-    """Send each line as one RFC 5424 message; returns how many were sent."""
+def forward_syslog(lines: Iterable[str], url: str, *, ids: Sequence[str] | None = None, mark: Marker = no_marks,
+                   app_name: str = "logwarden", hostname: str | None = None, timeout: float = TIMEOUT_S,
+                   bom: bool = False) -> Tally:
+    """Send each line as one RFC 5424 message (event ids `ids`, default their positions); `mark(ids,
+    state)` hears what went out. Returns the tally (everything `sent`: nothing is confirmed)."""
     target = parse_syslog_url(url)
+    texts = list(lines)
+    event_ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
+    tally = Tally(len(texts))
     messages = (frame(_fit(format_5424(line, facility=target.facility, severity=cef_syslog_severity(line),
                                        app_name=app_name, hostname=hostname, bom=bom), target), target)
-                for line in lines)
+                for line in texts)
+    written = 0
     try:
-        return _send_udp(messages, target) if target.transport == "udp" else _send_tcp(messages, target, timeout)
+        if target.transport == "udp":
+            written = _send_udp(messages, target)
+        else:
+            written = _send_tcp(messages, target, timeout)
+    except _Written as exc:
+        written = exc.count
+        _settle(event_ids[:written], "uncertain", mark, tally)
+        raise ForwardError(f"The syslog receiver at {target.host}:{target.port} (tcp) {exc.problem} after "
+                           f"{written} of {len(texts)} messages were written; how many it read is unknown. "
+                           f"{tally.describe()}. Re-run with --resend uncertain to send them again "
+                           "(CEF carries the record id as externalId, to deduplicate).", tally) from None
     except OSError as exc:
         raise ForwardError(f"Cannot send syslog to {target.host}:{target.port} over {target.transport}: {exc}. "
-                           "Check that the receiver is running and the port is open.") from exc
+                           "Check that the receiver is running and the port is open. "
+                           f"{tally.describe()}.", tally) from exc
+    _settle(event_ids[:written], "sent", mark, tally)
+    return tally
+
+
+class _Written(Exception):
+    """The TCP receiver closed or reset the connection after `count` messages were written."""
+
+    def __init__(self, count: int, problem: str) -> None:
+        super().__init__(problem)
+        self.count, self.problem = count, problem
+
+
+def _settle(ids: list[str], state: str, mark: Marker, tally: Tally) -> None:
+    if ids:
+        mark(ids, state)
+        tally.add(state, len(ids))
 
 
 def _send_udp(messages: Iterator[bytes], target: SyslogTarget) -> int:
@@ -109,12 +152,52 @@ def _send_udp(messages: Iterator[bytes], target: SyslogTarget) -> int:
 
 
 def _send_tcp(messages: Iterator[bytes], target: SyslogTarget, timeout: float) -> int:
+    """Write every message, then end our side and wait (up to `timeout`) for the receiver to end its
+    side: a receiver closes after reading all, and one that closed before reading all resets."""
     sent = 0
     with socket.create_connection((target.host, target.port), timeout=timeout) as sock:
-        for message in messages:
-            sock.sendall(message)
-            sent += 1
+        try:
+            for message in messages:
+                _check_peer(sock)
+                sock.sendall(message)
+                sent += 1
+            _check_peer(sock)
+            sock.shutdown(socket.SHUT_WR)
+        except (OSError, _Closed) as exc:  # after the connection: some messages may be in the receiver
+            raise _Written(sent, _problem(exc)) from None
+        _await_close(sock, sent)
     return sent
+
+
+class _Closed(Exception):
+    """The receiver ended its side of the stream (it reads no more)."""
+
+
+def _check_peer(sock: socket.socket) -> None:
+    """A syslog receiver sends nothing: anything readable is its end of the stream or a reset."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    if readable and sock.recv(1, socket.MSG_PEEK) == b"":
+        raise _Closed()
+
+
+def _await_close(sock: socket.socket, sent: int) -> None:
+    try:
+        while sock.recv(4096):
+            pass  # a syslog receiver has nothing to say; whatever it is, it is not an acknowledgement
+    except TimeoutError:
+        return  # it keeps the connection open: sent, not confirmed
+    except OSError as exc:
+        raise _Written(sent, _problem(exc)) from None
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, _Closed):
+        return "closed the connection"
+    if isinstance(exc, TimeoutError):
+        return "stopped reading (a write timed out)"
+    if not isinstance(exc, ConnectionError):
+        return f"failed ({type(exc).__name__}: {exc})"
+    return f"reset the connection ({type(exc).__name__})"
 
 
 def _resolve(target: SyslogTarget, kind: int) -> tuple[int, tuple]:

@@ -5,6 +5,7 @@ Does not know how records are produced (pipeline), shown (ui) or exported (expor
 """
 
 from logwarden.app.store.aggregates import IndicatorCount, TechniqueCount, TimeCount
+from logwarden.app.store.deliveries import DeliveryStore
 from logwarden.app.store.incidents import IncidentFilter, IncidentStore
 from logwarden.app.store.migrations import LATEST_VERSION
 from logwarden.app.store.store import Store, open_store
@@ -12,6 +13,6 @@ from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunIn
 from logwarden.app.store.writes import Transaction
 
 __all__ = [
-    "LATEST_VERSION", "ErrorInfo", "IncidentFilter", "IncidentStore", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
+    "LATEST_VERSION", "DeliveryStore", "ErrorInfo", "IncidentFilter", "IncidentStore", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
     "Store", "TechniqueCount", "TimeCount", "Transaction", "WindowRow", "open_store",
 ]

@@ -258,6 +258,17 @@ def _step_deviation_verdicts(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE records ADD COLUMN verdict JSON NOT NULL DEFAULT '{}'"))
 
 
+def _step_deliveries(conn: Connection) -> None:
+    """Issue 44. The delivery cursor: what each forwarding destination (`export --forward`) took, by record
+    or incident id and how sure it is (`indexed`: the receiver acknowledged it; `accepted`: answered 2xx,
+    no acknowledgement offered; `sent`: written, the transport cannot confirm; `uncertain`: the receiver
+    may have it, no answer came), so a re-run sends only what no destination took."""
+    Table("deliveries", MetaData(),
+          Column("destination", Text, primary_key=True), Column("kind", String(20), primary_key=True),
+          Column("item_id", String(64), primary_key=True), Column("state", String(12), nullable=False),
+          Column("updated_at", DateTime, nullable=False)).create(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -275,6 +286,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     # issue 38
     (12, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
     (13, "records: the model's verdict on a baseline deviation", _step_deviation_verdicts),
+    # issue 44 item 6 (15: another branch of issue 44 takes 14; the runner applies whichever is missing)
+    (15, "deliveries: what each forwarding destination took", _step_deliveries),
 )
 LATEST_VERSION = STEPS[-1][0]
 
@@ -288,10 +301,20 @@ _schema_migrations = Table(
 
 def current_version(conn: Connection) -> int:
     """0 for an empty database."""
+    return max(applied_versions(conn), default=0)
+
+
+def applied_versions(conn: Connection) -> set[int]:
     if not inspect(conn).has_table("schema_migrations"):
-        return 0
-    versions = conn.execute(select(_schema_migrations.c.version)).scalars().all()
-    return max(versions, default=0)
+        return set()
+    return set(conn.execute(select(_schema_migrations.c.version)).scalars().all())
+
+
+def missing_versions(conn: Connection) -> list[int]:
+    """The known steps this database lacks. Not only those above its highest: branches number their
+    steps apart (7 and 8 were never merged), so a store may hold 15 and not 14 until 14 is merged."""
+    have = applied_versions(conn)
+    return [version for version, _, _ in STEPS if version not in have]
 
 
 def store_kind(conn: Connection) -> str:
@@ -322,7 +345,7 @@ MIGRATION_LOCK = 0x6C6F6777  # "logw": PostgreSQL advisory lock id that serialis
 
 
 def migrate(conn: Connection, *, url: str = "the database") -> list[int]:
-    """Apply the pending steps in order inside the caller's transaction; returns the versions applied.
+    """Apply the missing steps in order inside the caller's transaction; returns the versions applied.
     Another application's database (`store_kind` foreign) is refused, untouched.
 
     Several processes may open a fresh database at once (watchers on several hosts): SQLite's
@@ -338,8 +361,9 @@ def migrate(conn: Connection, *, url: str = "the database") -> list[int]:
         raise StoreError(f"The database is at schema version {have}, newer than this logwarden "
                          f"(knows up to {LATEST_VERSION}). Upgrade logwarden or use another --db.")
     applied = []
+    missing = set(missing_versions(conn))
     for version, name, step in STEPS:
-        if version > have:
+        if version in missing:
             step(conn)
             conn.execute(insert(_schema_migrations).values(
                 version=version, name=name, applied_at=datetime.now(timezone.utc).replace(tzinfo=None)))

@@ -31,8 +31,16 @@ from logwarden.app.events import ErrorRow
 from logwarden.app.safetext import clean
 from logwarden.app.store.convert import row_to_run, utc_now
 from logwarden.app.store.database import is_sqlite, make_engine, parse_url, require_file, sqlite_file
+from logwarden.app.store.deliveries import DeliveryStore
 from logwarden.app.store.incidents import IncidentStore
-from logwarden.app.store.migrations import LATEST_VERSION, current_version, foreign_error, migrate, store_kind
+from logwarden.app.store.migrations import (
+    LATEST_VERSION,
+    current_version,
+    foreign_error,
+    migrate,
+    missing_versions,
+    store_kind,
+)
 from logwarden.app.store.queries import Queries, shown_url
 from logwarden.app.store.tables import Base, BaselineMute, BaselineProfile, Record, Review, Run
 from logwarden.app.store.types import RunInfo, WindowRow
@@ -43,7 +51,7 @@ from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
           "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records",
-          "source_lines")
+          "source_lines", "deliveries")
 COMMAND_MAX = 200  # runs.command's width
 QUICK_CHECK_ROWS = 3  # problems a damaged file's check lists before it stops (the first is shown)
 
@@ -120,6 +128,7 @@ class Store(Queries):
         self._open_runs: set[str] = set()
         self.incidents = IncidentStore(read=self._read, write=self._write,
                                        connect=lambda: self._connection(write=True), dialect=engine.dialect.name)
+        self.deliveries = DeliveryStore(read=self._read, write=self._write)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -136,13 +145,13 @@ class Store(Queries):
             kind = store_kind(conn)
             if kind == "foreign":
                 raise foreign_error(url, conn)
-            version = current_version(conn)
+            version, missing = current_version(conn), missing_versions(conn)
         if kind == "empty":
             raise StoreInputError(f"{url} holds no logwarden store yet: nothing to show. It is created by "
                                   "`logwarden analyze`, `watch` or `triage` (or pass another --db).")
-        if current and version < LATEST_VERSION:
-            raise StoreInputError(f"{url} is at schema version {version}, older than this logwarden's "
-                                  f"{LATEST_VERSION}; reading commands do not change it: run `logwarden db migrate` "
+        if current and missing:
+            raise StoreInputError(f"{url} is at schema version {version}, lacking this logwarden's step(s) "
+                                  f"{', '.join(map(str, missing))} (of {LATEST_VERSION}); reading commands do not change it: run `logwarden db migrate` "
                                   "(or any command that writes, e.g. analyze) first.")
 
     def schema_version(self) -> int:

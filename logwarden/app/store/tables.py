@@ -306,3 +306,14 @@ class IncidentReview(Base):
     note: Mapped[str | None] = mapped_column(Text)
     reviewer: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
+
+
+class Delivery(Base):
+    """The delivery cursor: what a forwarding destination took of a record or an incident, and how sure."""
+
+    __tablename__ = "deliveries"
+    destination: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    item_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[str] = mapped_column(String(12))
+    updated_at: Mapped[datetime]

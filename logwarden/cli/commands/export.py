@@ -1,4 +1,5 @@
-"""`logwarden export`: stored records to a SIEM format, a file/stdout, or forwarded (HEC, syslog)."""
+"""`logwarden export`: stored records to a SIEM format, a file/stdout, or forwarded (HEC, syslog) once per
+destination: the store's delivery cursor says what each destination took, and a re-run sends the rest."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from logwarden.cli.common import (
     db_option,
     err_console,
     handle_errors,
+    json_option,
     open_for_writing,
     open_store_from,
     parse_time,
+    print_json,
     write_lines,
 )
 from logwarden.errors import ConfigError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS
 
 FORMATS = ("jsonl", "ecs", "ocsf", "splunk-hec", "cef")
+RESEND = ("none", "uncertain", "all")
 KINDS = ("records", "incidents")
 PAGE = 1000
 
@@ -36,43 +40,57 @@ PAGE = 1000
                    "syslog://host:514 / syslog+tcp://host:514 (cef).")
 @click.option("--token-env", default="SPLUNK_HEC_TOKEN", show_default=True, help="Env var with the HEC token.")
 @click.option("--insecure", is_flag=True, help="Do not verify the HEC server's TLS certificate.")
+@click.option("--resend", type=click.Choice(RESEND), default="none", show_default=True,
+              help="With --forward: also send what the destination may have got without answering (uncertain), "
+                   "or everything again (all). By default only what it has not taken is sent.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=None,
+              help="With --forward: seconds one request may take (default: HEC 30, syslog 10).")
+@json_option
 @db_option
 @handle_errors
-def export(fmt, kind, since, min_risk, category, out, forward, token_env, insecure, db_url):
-    """Export stored records as JSONL, ECS, OCSF, Splunk HEC or CEF (incidents: JSONL, ECS, OCSF)."""
+def export(fmt, kind, since, min_risk, category, out, forward, token_env, insecure, resend, timeout, as_json,
+           db_url):
+    """Export stored records as JSONL, ECS, OCSF, Splunk HEC or CEF (incidents: JSONL, ECS, OCSF).
+
+    With --forward each destination gets each record once: the store remembers what it took (indexed,
+    accepted, or sent and not confirmed: syslog cannot confirm), and a re-run sends only the rest."""
     from logwarden.app.export import INCIDENT_FORMATS
 
     if kind == "incidents" and fmt not in INCIDENT_FORMATS:
         raise click.UsageError(f"--kind incidents exports as {', '.join(INCIDENT_FORMATS)}")
+    if as_json and not forward:
+        raise click.UsageError("--json prints the delivery report of --forward (without it the events go to --out)")
     target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
-    store = open_store_from(db_url, readonly=True, create=False)
-    lines = (_incident_lines if kind == "incidents" else _record_lines)(store, fmt, since, min_risk, category)
+    # forwarding writes the delivery cursor: the store is opened for writing (never created)
+    store = open_store_from(db_url, readonly=not forward, create=False)
+    items = (_incident_items if kind == "incidents" else _record_items)(store, fmt, since, min_risk, category)
     if forward:
-        _forward(fmt, lines, forward, token_env, insecure)
-    elif target is None:
+        return _forward(store, fmt, kind, items, forward, token_env, insecure, resend, timeout, as_json)
+    lines = [line for _, line in items]
+    if target is None:
         for line in lines:
             click.echo(line)
     else:
         write_lines(target, lines)
-    err_console.print(f"{len(lines)} {kind} exported as {fmt}" + (f" to {forward}" if forward else ""),
-                      highlight=False)
+    err_console.print(f"{len(lines)} {kind} exported as {fmt}", highlight=False)
 
 
-def _record_lines(store, fmt, since, min_risk, category) -> list[str]:
+def _record_items(store, fmt, since, min_risk, category) -> list[tuple[str, str]]:
     from logwarden.app.export import export_records
     from logwarden.app.store import RecordFilter
 
     filters = RecordFilter(since=parse_time(since), min_risk=min_risk, categories=tuple(category))
-    return list(export_records(_all_records(store, filters), fmt))
+    records = _all_records(store, filters)
+    return list(zip((r.id for r in records), export_records(records, fmt)))
 
 
-def _incident_lines(store, fmt, since, min_risk, category) -> list[str]:
+def _incident_items(store, fmt, since, min_risk, category) -> list[tuple[str, str]]:
     from logwarden.app.export import export_incidents
     from logwarden.app.store import IncidentFilter
 
     found = store.incidents.query(IncidentFilter(min_risk=min_risk, since=parse_time(since)), limit=10**9)
     found = [i for i in found if not category or i.category in category]
-    return list(export_incidents(found, fmt))
+    return list(zip((i.id for i in found), export_incidents(found, fmt)))
 
 
 def _all_records(store, filters):
@@ -84,17 +102,21 @@ def _all_records(store, filters):
     return records
 
 
-def _forward(fmt: str, lines: list[str], url: str, token_env: str, insecure: bool) -> None:
-    from logwarden.app.export import forward_splunk_hec, forward_syslog
+def _forward(store, fmt, kind, items, url, token_env, insecure, resend, timeout, as_json) -> None:
+    from logwarden.app.export import ForwardOptions, deliver
 
+    token = None
     if url.startswith(("http://", "https://")):
         if fmt != "splunk-hec":
             raise ConfigError("an http(s) --forward is a Splunk HEC endpoint: use --format splunk-hec")
         token = os.environ.get(token_env)
         if not token:
             raise ConfigError(f"set the HEC token in ${token_env} (or choose another with --token-env)")
-        forward_splunk_hec(lines, url, token=token, verify_tls=not insecure)
-    elif url.startswith("syslog"):
-        forward_syslog(lines, url)
-    else:
-        raise ConfigError(f"--forward {url!r}: use https://…/services/collector/event or syslog[+tcp]://host:port")
+    options = ForwardOptions(token=token, verify_tls=not insecure, timeout=timeout, resend=resend)
+    report = deliver(items, url, fmt=fmt, kind=kind, cursor=store.deliveries, options=options)
+    if as_json:
+        print_json(report.to_dict())
+        return
+    skipped = f"; {report.skipped} already delivered there, not sent again" if report.skipped else ""
+    err_console.print(f"{len(items)} {kind} as {fmt} to {report.destination}. This run: {report.tally.describe()}"
+                      f"{skipped}", highlight=False)

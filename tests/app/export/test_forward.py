@@ -1,5 +1,5 @@
-"""Forwarders against real servers on loopback: an HTTP server standing in for Splunk HEC (token,
-path and JSON envelope checked), and Debian's rsyslog receiving RFC 5424 over UDP and TCP
+"""Forwarders against real servers on loopback: an HTTP server standing in for Splunk HEC (`_hec.py`:
+token, path and JSON envelope checked), and Debian's rsyslog receiving RFC 5424 over UDP and TCP
 (`apt-get install -y rsyslog`), whose parsed fields are read back from a JSON output file."""
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ import os
 import shutil
 import socket
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from _hec import TOKEN, start_hec
 from _store_helpers import make_record
 from test_export import HOSTILE, parse_cef
 
@@ -23,75 +22,12 @@ from logwarden.app.export.syslog import format_5424, parse_syslog_url
 from logwarden.errors import ConfigError
 from logwarden.schemas import Indicators
 
-TOKEN = "5f0c7e4a-1d2b-4c3d-9e8f-0a1b2c3d4e5f"
-
-# -- Splunk HEC stand-in -----------------------------------------------------------------------
-
-
-class HecServer(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), HecHandler)
-        self.events: list[dict] = []
-        self.requests = 0
-        self.fail_next = 0  # answer this many requests with 503 first
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class HecHandler(BaseHTTPRequestHandler):
-    server: HecServer
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        self.server.requests += 1
-        body = self.rfile.read(int(self.headers["Content-Length"])).decode("utf-8")
-        if self.server.fail_next:
-            self.server.fail_next -= 1
-            return self._answer(503, {"text": "Server is busy", "code": 9})
-        if self.path != "/services/collector/event":
-            return self._answer(404, {"text": "The requested URL was not found", "code": 404})
-        if self.headers.get("Authorization") != f"Splunk {TOKEN}":
-            code = 401 if self.headers.get("Authorization") is None else 403
-            return self._answer(code, {"text": "Invalid token", "code": 4})
-        events = _concatenated_json(body)
-        if not all({"time", "event", "sourcetype"} <= set(e) for e in events):
-            return self._answer(400, {"text": "Event field is required", "code": 12})
-        self.server.events += events
-        self._answer(200, {"text": "Success", "code": 0})
-
-    def _answer(self, status: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def _concatenated_json(body: str) -> list[dict]:
-    """HEC accepts several JSON objects back to back in one request."""
-    decoder, events, i = json.JSONDecoder(), [], 0
-    while i < len(body):
-        if body[i].isspace():
-            i += 1
-            continue
-        obj, i = decoder.raw_decode(body, i)
-        events.append(obj)
-    return events
-
 
 @pytest.fixture()
 def hec():
-    server = HecServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = start_hec()
     yield server
-    server.shutdown()
-    server.server_close()
+    server.close()
 
 
 def _records(n: int) -> list:
@@ -100,15 +36,16 @@ def _records(n: int) -> list:
 
 def test_hec_delivers_every_event_in_batches(hec):
     records = _records(250)
-    sent = forward_splunk_hec(export_records(records, "splunk-hec"), hec.url, token=TOKEN, batch=100)
-    assert sent == 250 and hec.requests == 3
+    tally = forward_splunk_hec(export_records(records, "splunk-hec"), hec.url, token=TOKEN, batch=100)
+    assert tally.counts == {"accepted": 250} and hec.requests == 3
     assert [e["event"]["id"] for e in hec.events] == [r.id for r in records]
     assert hec.events[0]["event"]["anomaly"] == records[0].anomaly
 
 
 def test_hec_retries_server_errors(hec):
     hec.fail_next = 2
-    assert forward_splunk_hec(export_records(_records(3), "splunk-hec"), hec.url, token=TOKEN, backoff_s=0) == 3
+    assert forward_splunk_hec(export_records(_records(3), "splunk-hec"), hec.url, token=TOKEN,
+                              backoff_s=0).delivered == 3
     assert hec.requests == 3 and len(hec.events) == 3
 
 
@@ -247,7 +184,7 @@ def test_syslog_cef_reaches_rsyslog_intact(rsyslog, scheme):
         url = f"syslog://127.0.0.1:{rsyslog.udp}"
     else:
         url = f"syslog+tcp://127.0.0.1:{rsyslog.tcp}" + ("?framing=newline" if scheme.endswith("newline") else "")
-    assert forward_syslog(lines, url + ("&" if "?" in url else "?") + "facility=local4") == 3
+    assert forward_syslog(lines, url + ("&" if "?" in url else "?") + "facility=local4").counts == {"sent": 3}
     rows = rsyslog.received(3)
     assert len(rows) == 3
     by_span = {parse_cef(row["msg"])[1]["externalId"]: row for row in rows}
@@ -265,7 +202,7 @@ def test_syslog_cef_reaches_rsyslog_intact(rsyslog, scheme):
 
 def test_octet_counting_keeps_multiline_messages_whole(rsyslog):
     text = "first line\nsecond line\twith tab"
-    assert forward_syslog([text, "next"], f"syslog+tcp://127.0.0.1:{rsyslog.tcp}") == 2
+    assert forward_syslog([text, "next"], f"syslog+tcp://127.0.0.1:{rsyslog.tcp}").delivered == 2
     rows = rsyslog.received(2)
     assert [row["msg"] for row in rows] == [text, "next"]
 

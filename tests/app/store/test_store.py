@@ -11,12 +11,13 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from _store_helpers import BASE_TS, make_record
-from sqlalchemy import inspect, text
+from sqlalchemy import insert, inspect, text
 
 from logwarden.app.events import ErrorRow
-from logwarden.app.store import LATEST_VERSION, RecordFilter, WindowRow, aggregates, open_store, writes
+from logwarden.app.store import LATEST_VERSION, RecordFilter, WindowRow, aggregates, migrations, open_store, writes
+from logwarden.app.store.database import make_engine
 from logwarden.app.store.tables import Base
-from logwarden.errors import InputError, StoreError
+from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, Indicators, Technique, risk_rank
 
 
@@ -98,6 +99,46 @@ def test_database_newer_than_code_is_refused(db_url):
     store.close()
     with pytest.raises(StoreError, match="newer than this logwarden"):
         open_store(db_url)
+
+
+def _store_at(url: str, top: int) -> None:
+    """A store as a logwarden that knew the steps up to `top` made it."""
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        migrations._versions.create_all(conn)
+        for version, name, step in migrations.STEPS:
+            if version <= top:
+                step(conn)
+                conn.execute(insert(migrations._schema_migrations).values(
+                    version=version, name=name, applied_at=datetime(2026, 12, 1)))
+    engine.dispose()
+
+
+def test_a_store_at_13_gets_the_delivery_cursor_step_15_without_14(db_url):
+    _store_at(db_url, 13)
+    store = open_store(db_url)
+    assert store.applied == [v for v, _, _ in migrations.STEPS if v > 13] and 15 in store.applied
+    store.deliveries.mark("syslog+tcp://siem:514", "records", ["a", "b"], "sent")
+    assert store.deliveries.states("syslog+tcp://siem:514", "records") == {"a": "sent", "b": "sent"}
+    store.close()
+
+
+def test_a_step_numbered_below_the_highest_applied_is_applied_when_it_arrives(db_url, monkeypatch):
+    """Branches number their steps apart: a store migrated to 15 before 14 was merged still gets 14."""
+    open_store(db_url).close()
+
+    def step_14(conn):
+        conn.execute(text("CREATE TABLE other_branch (id INTEGER PRIMARY KEY)"))
+
+    steps = tuple(sorted((*migrations.STEPS, (14, "another branch's step", step_14))))
+    monkeypatch.setattr(migrations, "STEPS", steps)
+    with pytest.raises(StoreInputError, match="lacking this logwarden's step"):
+        open_store(db_url, readonly=True)
+    store = open_store(db_url)
+    assert store.applied == [14]
+    assert "other_branch" in inspect(store.engine).get_table_names()
+    store.close()
+    open_store(db_url, readonly=True).close()
 
 
 # -- records ---------------------------------------------------------------------------------
