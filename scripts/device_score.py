@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
+from logwarden.app import attack
 from logwarden.app.evaluate import (
     LabelledUnit,
     ScoredRecord,
@@ -33,6 +35,7 @@ from logwarden.app.evaluate import (
     run_eval,
     score,
 )
+from logwarden.app.textgate import echoes_instructions
 from logwarden.schemas import risk_rank
 from logwarden.train.production import heldout_site
 from logwarden.train.realdata import load_split
@@ -68,13 +71,29 @@ def answers_of(results: Path, name: str) -> dict[str, dict]:
     return {row["user"]: row for row in map(json.loads, path.read_text(encoding="utf-8").splitlines()) if row}
 
 
+PUNCTUATION_ONLY = re.compile(r"^[\W_]*$")
+
+
+def text_audit(records) -> dict:
+    """The stored texts of the records the model touched, checked apart from the gate that wrote them:
+    how many kept the rules' text for a field (rejected), and how many stored texts are empty or
+    punctuation, echo the instructions, or carry a technique id the ATT&CK table lacks (all should be 0)."""
+    touched = [r for r in records if "llm" in r.decided_by]
+    texts = [t for r in touched for t in (r.anomaly, r.recommendation)]
+    return {"model_records": len(touched), "rejected": sum(1 for r in touched if r.rejected),
+            "empty_or_punctuation": sum(1 for t in texts if PUNCTUATION_ONLY.match(t)),
+            "instructions": sum(1 for t in texts if any(echoes_instructions(s) for s in re.split(r"(?<=[.!?])\s+", t))),
+            "unknown_techniques": sum(1 for r in touched for t in r.techniques if not attack.is_known(t.id))}
+
+
 def _runs(units, folder: Path, files, results: Path, count, history=(), **eval_kw) -> dict:
     eval_kw["incidents"] = None  # the recorded prompts are windows: the stories' were never answered
     runs = {"rules-only": run_eval(units, folder, files, history=history, incidents=None)}
     for name in configs_in(results):
         runs[name] = run_eval(units, folder, files, engine=engine_for(results, name, count), name=name,
                               history=history, **eval_kw)
-    return {name: run.report.as_dict() | {"metrics": {k: run.metrics.get(k) for k in METRIC_KEYS}}
+    return {name: run.report.as_dict() | {"metrics": {k: run.metrics.get(k) for k in METRIC_KEYS},
+                                          "texts": text_audit(run.records)}
             for name, run in runs.items()}
 
 
@@ -195,6 +214,15 @@ def markdown(report: dict) -> str:
         cell = lambda k: f"{t.get(k, {}).get('benign', 0)} / {t.get(k, {}).get('attack', 0)}"  # noqa: E731
         out.append(f"| {name} | {v['judged']} | {cell('benign')} | {cell('suspicious')} | {cell('attack')} | "
                    f"{_pct(v['dismissal_precision'])} | {_pct(v['attack_precision'])} | {_pct(v['attack_category_accuracy'])} |")
+    out += ["", "### the texts of the records the model touched (held-out, both policies)", "",
+            "| run | policy | records | a field rejected (rules' text kept) | empty or punctuation | instructions echoed "
+            "| unknown technique ids |", "|---|---|---|---|---|---|---|"]
+    for policy, key in (("deviations", "heldout"), ("suspicious", "heldout_suspicious")):
+        for name, run in (report.get(key) or {}).items():
+            a = run.get("texts")
+            if a and name != "rules-only":
+                out.append(f"| {name} | {policy} | {a['model_records']} | {a['rejected']} | {a['empty_or_punctuation']} "
+                           f"| {a['instructions']} | {a['unknown_techniques']} |")
     if not report.get("generated_val"):
         return "\n".join(out)
     out += ["", "### generated validation windows", "", "| run | recall | category | top-risk category | FP rate | ungrounded |",

@@ -20,9 +20,10 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - techniques are kept only when they are in the shipped ATT&CK table (an invented one is noted in
   `rejected` too);
 - a group of baseline deviations alone (no rule) takes the model's enumerated verdicts on its lines
-  (analyze_v4): any `attack` raises it to `ATTACK_VERDICT_FLOOR`; `benign` and `suspicious` leave
-  its level (a model's text or verdict only makes a record better); the verdict is kept on it. A
-  finding on its lines raises it too; the baseline's category stays either way.
+  (analyze_v4): the verdict is said in its anomaly and kept on it (`verdict`), its level is the
+  baseline's whatever the verdict (measured: a dismissal was mostly wrong, and raising on an attack
+  verdict added false positives and no detection — EVAL.md). A finding on its lines may raise it
+  (the claim's own checks); the baseline's category stays either way.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
 """
@@ -65,7 +66,6 @@ from logwarden.schemas.record import (
 )
 
 LLM_ONLY_MIN_RISK = "medium"
-ATTACK_VERDICT_FLOOR = "medium"  # a deviation the model judged an attack: an attack attempt at least
 MAX_EVIDENCE_LINES = 500
 MAX_EXEMPLARS = 10
 EXEMPLAR_CHARS = 1000
@@ -531,9 +531,9 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
 
 def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: list[Technique],
                    common: dict) -> RiskRecord:
-    """A group of deviations as the model's verdict leaves it: attack → at least `ATTACK_VERDICT_FLOOR`;
-    benign and suspicious keep the baseline's level (the model may raise a deviation, never lower
-    it: its benign verdicts on realdata's held-out side were mostly attacks), with the verdict said."""
+    """A group of deviations with the model's verdict said and kept, at the baseline's level: on
+    realdata's held-out side its benign verdicts were mostly attacks, and an attack verdict raising a
+    deviation to medium added 2-3 false positives and no detection (the units were found at low)."""
     verdict, result = judged.verdict, judged.result
     said = check(result.assessment.recommendation, result.digest, ids=result.lines_of) \
         if result.assessment.recommendation.strip() else Checked("")
@@ -543,8 +543,7 @@ def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: l
         stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"
         judgement = f"judged {verdict.verdict} by the model{stage}"
         recommendation = said.text or DEFAULT_RECOMMENDATION[group.category]
-    level = max(group.floor, ATTACK_VERDICT_FLOOR, key=risk_rank) if verdict.verdict == "attack" else group.floor
-    return _record(window, level=level, anomaly=f"{_rules_anomaly(group)} — {judgement}"[:STORED_TEXT_MAX],
+    return _record(window, level=group.floor, anomaly=f"{_rules_anomaly(group)} — {judgement}"[:STORED_TEXT_MAX],
                    recommendation=recommendation, techniques=techniques, decided_by="rules+llm", llm=result,
                    rejected={"recommendation": said.reason} if said.reason else None, verdict=judged.as_dict, **common)
 

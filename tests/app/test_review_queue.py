@@ -2,7 +2,7 @@
 never blocks ingestion); prompts are answered most suspicious first, in batches across windows and
 files, within a budget; what the budget leaves is stored as awaiting review and answered later by
 `logwarden review --pending`, nothing lost or doubled; the model judges each baseline deviation
-(attack raises it; normal is said, its level kept), never lowers a rule; a kill during the review loses no ingested
+(its verdict said and kept, its level the baseline's), never lowers a rule; a kill during the review loses no ingested
 line. The engine is a stand-in (the code under test is the queue and the merge around it)."""
 
 from __future__ import annotations
@@ -125,22 +125,27 @@ def test_a_deviation_the_model_judges_normal_keeps_its_level_and_says_so(site):
     assert metrics.deviations_dismissed == len(records)
 
 
-def test_a_deviation_judged_an_attack_is_raised_and_one_judged_suspicious_keeps_its_level(site):
+def test_a_deviations_verdict_is_said_and_kept_and_its_level_stays_the_baselines(site):
+    """An attack verdict raised a deviation to medium before; on realdata's held-out side that added
+    false positives and no detection (EVAL.md), so every verdict now leaves the level as it was."""
     store, today = site
+    before = {r.id: r.risk_level for r in (run(store, None, today, rules_only=True) and deviation_records(store))}
 
     def judge(request):
-        # the prompt shows each line as " L36 (T1): …" (after the deviations' notes); "sort=" marks the attack
+        # the prompt shows each line as " L36 (T1): …" (after the deviations' notes); "sort=" and "debug0=" are judged attacks
         lines = {ln.split()[0].rstrip(":"): ln for ln in request.user.split("\n") if ln.startswith(" L")}
-        verdicts = [{"line": ref, "verdict": "attack" if "sort=" in lines.get(ref, "") else "suspicious",
-                     "stage": "initial_access", "category": "web_attack"} for ref in schema_deviations(request.schema)]
+        verdicts = [{"line": ref, "verdict": "attack" if any(k in lines.get(ref, "") for k in ("sort=", "debug0="))
+                     else "suspicious", "stage": "initial_access", "category": "web_attack"}
+                    for ref in schema_deviations(request.schema)]
         return json.dumps({"verdicts": verdicts, "findings": []})
 
     run(store, reviewer(judge), today)
     records = deviation_records(store)
-    [attack] = [r for r in records if "sort=" in r.evidence.exemplars[0].text]
-    assert (attack.risk_level, attack.decided_by, attack.verdict["verdict"]) == ("medium", "rules+llm", "attack")
-    assert "judged attack by the model, initial access" in attack.anomaly
-    others = [r for r in records if r is not attack]
+    attacks = [r for r in records if r.verdict.get("verdict") == "attack"]
+    assert sorted(before[r.id] for r in attacks) == ["low", "medium"]  # a low one (debug0) and a medium one (sort)
+    assert all(r.risk_level == before[r.id] and r.decided_by == "rules+llm" for r in records)
+    assert all("judged attack by the model, initial access" in r.anomaly for r in attacks)
+    others = [r for r in records if r not in attacks]
     assert others and all((r.risk_level, r.verdict["verdict"]) == ("low", "suspicious") for r in others)
 
 
