@@ -271,12 +271,13 @@ class Pipeline:
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
                 reference_time: datetime | None = None, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, review items, errors,
-        miner state and the offset after the last line — the last part in ONE transaction with the
+        miner state, the detector's state and the offset after the last line — the last part in ONE transaction with the
         last records, so a crash never commits an offset without its records or vice versa.
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
         Everything of this call is committed before it returns. Returns the format used."""
         key = (source, inode, generation)
+        start_line = items.start_line  # read before iterating: the parser's sample advances a reader
         decision, events = parse_stream(self.positions.hashed(self._without_errors(items), key), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
@@ -291,7 +292,7 @@ class Pipeline:
             return fmt
         if self.options.commit_every_windows and isinstance(items, TailRead):
             self.positions.reading(key, fmt=fmt, head=items.head)
-        miner, detector = self._source_state(source, inode)
+        miner, detector = self._source_state(key, start_line)
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
@@ -307,14 +308,25 @@ class Pipeline:
         self._commit()
         return fmt
 
-    def _source_state(self, source: str, inode: int) -> tuple[SourceMiner, Detector]:
-        """Miner and detector of a source, kept for the run so bursts split across batches still add up."""
-        key = (source, inode)
-        if key not in self._sources:
+    def _source_state(self, key: tuple[str, int, int], start_line: int) -> tuple[SourceMiner, Detector]:
+        """Miner and detector of a source, kept for the run so bursts split across batches still add up;
+        a read that goes on where a committed one stopped (--resume, a restarted watcher) starts with
+        the detector state committed there, so bursts split across runs add up too."""
+        source, inode, _generation = key
+        if (source, inode) not in self._sources:
             state = self.store.get_source(source, inode)
             miner = SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
-            self._sources[key] = (miner, Detector(self.rules))
-        return self._sources[key]
+            detector = Detector(self.rules)
+            saved = self.positions.saved_detector(key, start_line)
+            if saved is not None and not detector.restore(saved):
+                log.info("%s: the correlation state saved with it was made by other rules; starting afresh", source)
+            self._sources[(source, inode)] = (miner, detector)
+        return self._sources[(source, inode)]
+
+    def _detector_state(self, key: tuple[str, int, int]) -> dict | None:
+        """What a source's detector carries over to the next read of it (None: no detector this run)."""
+        found = self._sources.get((key[0], key[1]))
+        return found[1].dump() if found is not None else None
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
         for item in items:
@@ -404,7 +416,7 @@ class Pipeline:
             refused = _write_windows(tx, buffer.windows)
             if refused:
                 tx.add_errors([self._quarantine(write, why) for write, why in refused], run_id=self.run_id)
-            self.positions.write(tx, buffer.sources)
+            self.positions.write(tx, buffer.sources, self._detector_state)
             self.baseline.flush(tx)
         self.metrics.deviations = self.baseline.deviations
         left_out = {id(write) for write, _ in refused}

@@ -6,6 +6,10 @@ the run, the watcher feeds it batch after batch), bounded: hits older than the t
 dropped, a group keeps at most `MAX_HITS_PER_GROUP` hits, and each correlation at most
 `max_groups` groups (least recently seen forgotten first).
 
+Its state can be saved and restored (`dump`, `load`: plain JSON-able data), so a burst split by a
+restart adds up as one read would; `prune` first forgets the groups whose hits and burst all lie
+more than the timespan before the stream's latest time (they can no longer count).
+
 Semantics, streaming: a counting correlation fires when its condition first holds over the hits
 in the timespan; the firing carries every hit in the window, and the burst then goes on —
 later matches within a timespan of the last one extend the same finding instead of re-firing.
@@ -249,6 +253,40 @@ class Correlation:
         """Forget a group's state: a correlation that used this one's finding consumed it."""
         self.states.pop(key, None)
 
+    # --- saved state ------------------------------------------------------------------------
+
+    def latest(self) -> float:
+        """The latest time any group of this correlation saw (0.0 when none)."""
+        return max((_last_t(state) for state in self.states.values()), default=0.0)
+
+    def prune(self, now: float) -> None:
+        """Forget what can no longer count at `now`: hits older than the timespan, and groups left
+        with nothing (no hit, no burst still going on)."""
+        oldest = now - self.timespan
+        for key in [key for key, state in self.states.items() if _last_t(state) < oldest]:
+            del self.states[key]
+        for state in self.states.values():
+            state.trim(oldest)
+
+    def dump(self) -> dict:
+        """The groups' state as JSON-able data (least recently seen first, as kept)."""
+        return {"arrivals": self._arrivals,
+                "groups": [[list(key), _dump_state(state)] for key, state in self.states.items()]}
+
+    def load(self, data: dict) -> None:
+        """Take back what `dump` gave (of a correlation with the same spec)."""
+        self._arrivals = int(data["arrivals"])
+        self.states = OrderedDict((tuple(key), self._load_state(state)) for key, state in data["groups"])
+
+    def _load_state(self, data: dict) -> Any:
+        if self.counting:
+            state = _CountState(burst_last_t=data["burst_last_t"], burst_values=set(data["burst_values"]))
+            for t, lines, weight, value, number in data["hits"]:
+                state.add(t, lines, weight, value, number)
+            return state
+        return _TemporalState([deque((t, lines, n, (origin[0], tuple(origin[1])) if origin else None)
+                                     for t, lines, n, origin in hits) for hits in data["seen"]])
+
     def _temporal_holds(self, state: _TemporalState) -> bool:
         seen = {self.refs[i] for i, hits in enumerate(state.seen) if hits}
         if self._expression is not None:
@@ -256,6 +294,21 @@ class Correlation:
         if self.kind == "temporal_ordered":
             return _in_order(state.seen)
         return self._test(len(seen), self._count)
+
+
+def _last_t(state: _CountState | _TemporalState) -> float:
+    """When a group last saw a hit (or its burst went on)."""
+    if isinstance(state, _CountState):
+        return max(state.hits[-1][0] if state.hits else 0.0, state.burst_last_t or 0.0)
+    return max((hits[-1][0] for hits in state.seen if hits), default=0.0)
+
+
+def _dump_state(state: _CountState | _TemporalState) -> dict:
+    if isinstance(state, _CountState):
+        return {"hits": [list(hit) for hit in state.hits], "burst_last_t": state.burst_last_t,
+                "burst_values": sorted(state.burst_values)}
+    return {"seen": [[[t, lines, n, [origin[0], list(origin[1])] if origin else None]
+                      for t, lines, n, origin in hits] for hits in state.seen]}
 
 
 def _in_order(seen: list[deque]) -> bool:

@@ -8,8 +8,11 @@ Owns merging: one Signal per rule + source + key per `scan` call ("42 SQLi attem
 1.2.3.4", not 42 records), the key being the first present of the rule's key fields
 (`logwarden: {key: [...]}`, default src_ip then host) or a correlation's group-by values;
 line numbers are capped (first and last kept) with the true count in the description. State that
-spans `scan` calls (correlations, the clock) is bounded (see `correlate.py`). Knows nothing about
-rule files (`pack.py`) or how events are parsed.
+spans `scan` calls (correlations, the clock) is bounded (see `correlate.py`), and can be saved
+(`dump`: pruned to what can still count) and restored (`restore`) under the rule set's fingerprint
+and `STATE_VERSION`, so a burst split by a restart fires as if read at once; state saved by other
+rules is not applied. Knows nothing about rule files (`pack.py`), how events are parsed, or where
+the state is kept.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from logwarden.app.detect.view import EventView
 from logwarden.app.events import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
+STATE_VERSION = 1  # bump when `dump`'s shape or the correlations' state changes meaning
+
+
 @dataclass(slots=True)
 class _Open:
     """A signal being built during one scan call."""
@@ -97,11 +103,38 @@ class Detector:
                               for r in active if r.correlation is not None}
         self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
         self._clock: dict[str, datetime] = {}  # last known time per source, for events without ts
+        self._fingerprint: str | None = None  # of the rule set, for saved state (computed when first needed)
 
     @property
     def _states(self) -> dict[str, object]:
         """Correlation state per rule (bounded: see correlate.py)."""
         return {key: corr.states for key, corr in self._correlations.items()}
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self.rules.fingerprint()
+        return self._fingerprint
+
+    def dump(self) -> dict:
+        """The state that spans `scan` calls, as JSON-able data: the correlations' groups (those that
+        can no longer count at the latest time seen dropped first) and the clock."""
+        now = max((corr.latest() for corr in self._correlations.values()), default=0.0)
+        for corr in self._correlations.values():
+            corr.prune(now)
+        return {"version": STATE_VERSION, "rules": self.fingerprint,
+                "clock": {source: ts.isoformat() for source, ts in self._clock.items()},
+                "correlations": {key: corr.dump() for key, corr in self._correlations.items() if corr.states}}
+
+    def restore(self, data: dict) -> bool:
+        """Take back a `dump` of this rule set (same fingerprint and version); False: not applied."""
+        if data.get("version") != STATE_VERSION or data.get("rules") != self.fingerprint:
+            return False
+        self._clock = {source: datetime.fromisoformat(ts) for source, ts in data["clock"].items()}
+        for key, state in data["correlations"].items():
+            if key in self._correlations:
+                self._correlations[key].load(state)
+        return True
 
     def scan(self, events: Iterable[Event]) -> list[Signal]:
         """Signals for these events (and for bursts that began in earlier calls), by first line."""

@@ -258,6 +258,13 @@ def _step_deviation_verdicts(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE records ADD COLUMN verdict JSON NOT NULL DEFAULT '{}'"))
 
 
+def _step_detector_state(conn: Connection) -> None:
+    """Issue 44. Sources keep their detector's state (correlation counts per key within each rule's
+    timespan, JSON), committed with their position: a burst split by a restart adds up. Rows stored
+    before hold none: their next read starts with none, as before."""
+    conn.execute(text("ALTER TABLE sources ADD COLUMN detector_state TEXT"))
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -275,6 +282,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     # issue 38
     (12, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
     (13, "records: the model's verdict on a baseline deviation", _step_deviation_verdicts),
+    # issue 44
+    (14, "sources: the detector's state, saved with the position", _step_detector_state),
 )
 LATEST_VERSION = STEPS[-1][0]
 
