@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,7 +63,7 @@ from logwarden.app.parse import NOT_LOGS, parse_stream
 from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.policy import DEFAULT_LLM_POLICY, prompts_for
 from logwarden.app.positions import PositionedLines, Positions
-from logwarden.app.postprocess import Provenance, assess_window
+from logwarden.app.postprocess import Provenance, assess_window, merge_records
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewStats, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, Store, Transaction, WindowRow
 from logwarden.engine.api import Engine
@@ -73,6 +74,7 @@ from logwarden.schemas.record import RiskRecord
 log = logging.getLogger(__name__)
 
 JSON_DOCUMENT_LINE_BYTES = 64 * 1024 * 1024
+MAX_BURSTS = 10_000  # bursts' records a run keeps at hand to grow (older ones are read back from the store)
 
 
 @dataclass(slots=True)
@@ -170,6 +172,7 @@ class Pipeline:
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._bursts: OrderedDict[str, RiskRecord] = OrderedDict()  # bursts' records as last stored, by id
         self._named: set[str] = set()  # real paths of the files `analyze` was given by name
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
@@ -367,15 +370,27 @@ class Pipeline:
 
     def _store_window(self, window: Window, signals: Sequence[Signal]) -> list[RiskRecord]:
         outcome = assess_window(window, signals, None, self.provenance)
-        records = outcome.records
+        records = [self._grown(r) if r.id in outcome.continues else r for r in outcome.records]
+        for record in records:
+            if record.id in outcome.bursts:
+                self._bursts[record.id] = record
+                self._bursts.move_to_end(record.id)
+        while len(self._bursts) > MAX_BURSTS:
+            self._bursts.popitem(last=False)
         self.positions.stored((window.source, window.inode, window.generation), end=window.events[-1].end,
                               line_no=window.line_end)
         row = WindowRow(source=window.source, inode=window.inode, line_start=window.line_start,
                         line_end=window.line_end, line_count=len(window.events), verdict=_verdict(records),
                         record_ids=[r.id for r in records], run_id=self.run_id, generation=window.generation)
         self._buffer.windows.append(_WindowWrite(row, window.events[0].offset, records))
-        self._count_records(records)
+        self._count_records([r for r in records if r.id not in outcome.continues])  # a grown burst counts once
         return records
+
+    def _grown(self, record: RiskRecord) -> RiskRecord:
+        """A burst's record that an earlier window (of this run: perhaps not committed yet; or of an
+        earlier one, restored with the detector's state) reported, grown by this window's part."""
+        earlier = self._bursts.get(record.id) or self.store.get_record(record.id)
+        return merge_records(earlier, record) if earlier is not None else record
 
     # ---- the model's review -------------------------------------------------------------------
 

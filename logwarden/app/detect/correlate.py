@@ -61,6 +61,8 @@ class Firing:
     events: int
     distinct: set[str] = field(default_factory=set)
     extension: bool = False
+    burst_line: int = 0  # the first line of the burst's firing: which finding an extension grows
+    burst_lines: int = 0  # the lines of the burst so far, its firing's included
     state_key: tuple = ()  # this correlation's group state that fired
     consumed: list[tuple] = field(default_factory=list)  # origins of the correlation firings it used
 
@@ -73,6 +75,8 @@ class _CountState:
     value_sum: float = 0.0
     burst_last_t: float | None = None
     burst_values: set[str] = field(default_factory=set)
+    burst_line: int = 0  # the first line of the firing the burst began with
+    burst_lines: int = 0  # and how many lines it has had so far
 
     def add(self, t: float, lines: list[int], weight: int, value: Any, number: float = 0.0) -> None:
         if len(self.hits) >= MAX_HITS_PER_GROUP:
@@ -193,10 +197,12 @@ class Correlation:
         state: _CountState = self._state(key, _CountState)
         if state.burst_last_t is not None and hit.t - state.burst_last_t <= self.timespan:
             state.burst_last_t = hit.t  # the burst goes on: the finding grows
+            state.burst_lines += len(hit.lines)
             if value is not None and len(state.burst_values) < 1000:
                 state.burst_values.add(value)
             return Firing(hit.source, group, hit.t, hit.t, list(hit.lines), hit.weight,
-                          {value} if value is not None else set(), extension=True, state_key=key)
+                          {value} if value is not None else set(), extension=True, burst_line=state.burst_line,
+                          burst_lines=state.burst_lines, state_key=key)
         state.burst_last_t = None
         # (a number only where the rule sums: converting every user name raised and caught an error)
         state.add(hit.t, hit.lines, hit.weight, value,
@@ -206,10 +212,11 @@ class Correlation:
             return None
         lines = [n for _t, hit_lines, *_rest in state.hits for n in hit_lines]
         firing = Firing(hit.source, group, state.hits[0][0], hit.t, lines, state.total, set(state.values),
-                        state_key=key)
+                        burst_line=min(lines, default=0), burst_lines=len(lines), state_key=key)
         state.clear()
         state.burst_last_t = hit.t
         state.burst_values = set(firing.distinct)
+        state.burst_line, state.burst_lines = firing.burst_line, firing.burst_lines
         return firing
 
     def _measure(self, state: _CountState) -> float:
@@ -280,7 +287,8 @@ class Correlation:
 
     def _load_state(self, data: dict) -> Any:
         if self.counting:
-            state = _CountState(burst_last_t=data["burst_last_t"], burst_values=set(data["burst_values"]))
+            state = _CountState(burst_last_t=data["burst_last_t"], burst_values=set(data["burst_values"]),
+                                burst_line=data["burst_line"], burst_lines=data["burst_lines"])
             for t, lines, weight, value, number in data["hits"]:
                 state.add(t, lines, weight, value, number)
             return state
@@ -306,7 +314,8 @@ def _last_t(state: _CountState | _TemporalState) -> float:
 def _dump_state(state: _CountState | _TemporalState) -> dict:
     if isinstance(state, _CountState):
         return {"hits": [list(hit) for hit in state.hits], "burst_last_t": state.burst_last_t,
-                "burst_values": sorted(state.burst_values)}
+                "burst_values": sorted(state.burst_values), "burst_line": state.burst_line,
+                "burst_lines": state.burst_lines}
     return {"seen": [[[t, lines, n, [origin[0], list(origin[1])] if origin else None]
                       for t, lines, n, origin in hits] for hits in state.seen]}
 

@@ -48,6 +48,9 @@ class _Open:
     count: int = 0  # lines
     events: int = 0  # what the lines stand for (a "repeated 5 times" line is 5)
     distinct: set[str] = field(default_factory=set)
+    burst_line: int = 0  # a counting correlation's burst: its first line
+    burst_lines: int = 0  # its lines so far, those of earlier scans included
+    continues: bool = True  # every firing of this scan went on with a burst an earlier scan reported
 
     def add(self, line_no: int, t: float, weight: int = 1) -> None:
         self.count += 1
@@ -59,6 +62,9 @@ class _Open:
             self.tail.append(line_no)
 
     def add_firing(self, firing: Firing) -> None:
+        self.burst_line = self.burst_line or firing.burst_line
+        self.burst_lines = max(self.burst_lines, firing.burst_lines)
+        self.continues = self.continues and firing.extension
         for line_no in firing.lines:
             self.add(line_no, firing.last_t, 0)
         self.events += firing.events
@@ -71,12 +77,14 @@ class _Open:
         return Signal(rule_id=rule.id, title=rule.title, level=rule.level, category=rule.category,
                       techniques=list(rule.techniques), source=self.source, line_numbers=line_numbers,
                       key=self.key, description=self._describe(len(line_numbers)),
-                      references=list(rule.ir.references), falsepositives=list(rule.ir.falsepositives))
+                      references=list(rule.ir.references), falsepositives=list(rule.ir.falsepositives),
+                      burst_line=self.burst_line, continues=bool(self.burst_line) and self.continues)
 
     def _describe(self, shown: int) -> str:
         rule = self.rule
-        what = f"{self.count} matching line{'s' if self.count != 1 else ''}"
-        if self.events != self.count:
+        lines = max(self.count, self.burst_lines)  # a burst that went on from earlier scans: all of it
+        what = f"{lines} matching line{'s' if lines != 1 else ''}"
+        if self.events != self.count and lines == self.count:
             what += f" standing for {self.events} events"
         value_field = (rule.correlation or {}).get("field")
         if value_field and self.distinct:

@@ -86,3 +86,33 @@ def test_the_saved_state_keeps_only_what_can_still_count(tmp_path, any_db_url):
     groups = [key for corr in saved["detector"]["correlations"].values() for key, _state in corr["groups"]]
     assert groups and not [key for key in groups if any(v.startswith("198.51.100.") for v in key)]
     assert any("203.0.113.7" in key for key in groups)
+
+
+def test_a_burst_across_a_window_boundary_gives_one_record(tmp_path, any_db_url):
+    """2,000-line windows (the default): the brute force fires in the first window's last lines and
+    goes on in the second; the second window grows the first one's record instead of adding one."""
+    log = tmp_path / "auth.log"
+    cron = [f"Mar  1 10:00:00 web01 CRON[{i}]: (root) CMD (run-parts /etc/cron.hourly)\n" for i in range(1994)]
+    log.write_text("".join(cron + [failed(i) for i in range(10)]))  # failures on lines 1995-2004
+    analyze(any_db_url, log, resume=False)
+    with open_store(any_db_url) as store:
+        assert [(w.line_start, w.line_end) for w in store.list_windows()] == [(1, 2000), (2001, 2004)]
+        [record] = [r for r in store.query_records() if r.category == "brute_force"]
+        windows = store.list_windows()
+    assert (record.line_start, record.line_end, record.line_count) == (1995, 2004, 10)
+    assert record.evidence.line_numbers == list(range(1995, 2005)) and "10 matching lines" in record.anomaly
+    assert all(record.id in w.record_ids for w in windows)  # both windows' lines are in its evidence
+
+
+def test_a_burst_reported_before_a_resume_grows_the_same_record(tmp_path, any_db_url):
+    log = tmp_path / "auth.log"
+    log.write_text("".join(failed(i) for i in range(6)))  # fires (5) and goes on
+    analyze(any_db_url, log, resume=False)
+    [first] = brute_force(any_db_url)
+    with open(log, "a") as fh:
+        fh.writelines(failed(i) for i in range(6, 10))
+    analyze(any_db_url, log, resume=True)
+    with open_store(any_db_url) as store:
+        [record] = [r for r in store.query_records() if r.category == "brute_force"]
+    assert (record.line_start, record.line_end, record.line_count) == (1, 10, 10)
+    assert "10 matching lines" in record.anomaly and brute_force(any_db_url) != [first]

@@ -78,3 +78,20 @@ def test_a_watcher_stopped_and_started_again_mid_burst_gives_the_record_once(tmp
     second.poll()
     [record] = brute_force(store)
     assert "8 matching lines" in record.anomaly
+
+
+def test_a_burst_reported_before_a_restart_grows_its_record_after_it(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    log = folder / "auth.log"
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    write(log, 0, 6)  # fires at the 5th and goes on
+    first = watcher(store, folder, from_start=True)
+    first.poll()
+    [reported] = brute_force(store)
+    write(log, 6, 4)
+    second = watcher(store, folder)
+    second.poll()
+    [record] = brute_force(store)
+    assert record.id == reported.id and (record.line_start, record.line_end, record.line_count) == (1, 10, 10)
+    assert "10 matching lines" in record.anomaly
