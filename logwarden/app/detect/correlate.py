@@ -12,7 +12,9 @@ more than the timespan before the stream's latest time (they can no longer count
 
 Semantics, streaming: a counting correlation fires when its condition first holds over the hits
 in the timespan; the firing carries every hit in the window, and the burst then goes on —
-later matches within a timespan of the last one extend the same finding instead of re-firing.
+later matches within a timespan of the last one extend the same finding instead of re-firing
+(an extension names the burst by its firing's first line, `burst_line`: a later window, batch or
+run grows that finding's record rather than making another).
 A temporal correlation fires once all (or the condition's number of) referenced rules were seen
 in the window (for temporal_ordered: in the order they arrived, as a log is read); its state is
 then cleared, and so is the state of the correlations whose findings it used (five failures then
