@@ -650,6 +650,19 @@ def merge_records(earlier: RiskRecord, later: RiskRecord) -> RiskRecord:
         engine_stats=llm.engine_stats, llm_error=llm.llm_error, verdict=llm.verdict or later.verdict))
 
 
+def reviewed_burst(stored: RiskRecord, reviewed: RiskRecord) -> RiskRecord:
+    """A burst's record the model reviewed one window of: the stored record's span, counts and
+    evidence (every window the burst went on in), with the review's level (never lower), texts,
+    verdict and model fields."""
+    level = max(stored.risk_level, reviewed.risk_level, key=risk_rank)
+    return reviewed.model_copy(update=dict(
+        host=stored.host, line_start=stored.line_start, line_end=stored.line_end, first_ts=stored.first_ts,
+        last_ts=stored.last_ts, line_count=stored.line_count, risk_level=level, risk_score=risk_score(level),
+        indicators=stored.indicators, trace=stored.trace,
+        evidence=stored.evidence.model_copy(update=dict(refs=reviewed.evidence.refs)),
+        detections=sorted(set(stored.detections) | set(reviewed.detections))))
+
+
 def build_records(window: Window, signals: Sequence[Signal], llm: LLMResult | Sequence[LLMResult] | None,
                   prov: Provenance) -> list[RiskRecord]:
     """The records of one window (empty = analysed and benign)."""

@@ -116,3 +116,21 @@ def test_a_burst_reported_before_a_resume_grows_the_same_record(tmp_path, any_db
         [record] = [r for r in store.query_records() if r.category == "brute_force"]
     assert (record.line_start, record.line_end, record.line_count) == (1, 10, 10)
     assert "10 matching lines" in record.anomaly and brute_force(any_db_url) != [first]
+
+
+def test_the_model_s_review_of_a_burst_s_later_window_keeps_the_whole_record(tmp_path, any_db_url):
+    """The review rebuilds a window's records: a burst's record keeps every window's lines, and takes
+    the model's level and texts."""
+    from _fake_engine import NOTHING, FakeEngine
+
+    good = ('{"findings":[{"evidence":["T1"],"anomaly":"failed logins from 203.0.113.7","category":"brute_force",'
+            '"techniques":["T1110.001"],"risk_level":"critical"}],"recommendation":"Block 203.0.113.7."}')
+    engine = FakeEngine(lambda request: NOTHING if "CRON" in request.user else good)
+    log = tmp_path / "auth.log"
+    cron = [f"Mar  1 10:00:00 web01 CRON[{i}]: (root) CMD (run-parts /etc/cron.hourly)\n" for i in range(1994)]
+    log.write_text("".join(cron + [failed(i) for i in range(10)]))
+    with open_store(any_db_url) as store:
+        Pipeline(store, engine, RunOptions(llm_policy="signals", incidents=None)).analyze([log])
+        [record] = [r for r in store.query_records() if r.category == "brute_force"]
+    assert record.decided_by == "rules+llm" and record.risk_level == "critical"
+    assert (record.line_start, record.line_end, record.line_count) == (1995, 2004, 10)
