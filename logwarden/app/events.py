@@ -69,3 +69,7 @@ class Signal:
     description: str = ""
     references: list[str] = field(default_factory=list)  # the rule's links, for the record's detail view
     falsepositives: list[str] = field(default_factory=list)  # what else the rule's author knows fires it
+    # A counting correlation's burst: the first line of the firing it began with (0: not a burst), and
+    # whether this signal only goes on with a burst an earlier scan (window, batch, run) reported.
+    burst_line: int = 0
+    continues: bool = False

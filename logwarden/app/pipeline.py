@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -62,7 +63,7 @@ from logwarden.app.parse import NOT_LOGS, parse_stream
 from logwarden.app.parse.dating import RunDates, sample_dates
 from logwarden.app.policy import DEFAULT_LLM_POLICY, prompts_for
 from logwarden.app.positions import PositionedLines, Positions
-from logwarden.app.postprocess import Provenance, assess_window
+from logwarden.app.postprocess import Provenance, assess_window, merge_records
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewStats, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, Store, Transaction, WindowRow
 from logwarden.engine.api import Engine
@@ -73,6 +74,7 @@ from logwarden.schemas.record import RiskRecord
 log = logging.getLogger(__name__)
 
 JSON_DOCUMENT_LINE_BYTES = 64 * 1024 * 1024
+MAX_BURSTS = 10_000  # bursts' records a run keeps at hand to grow (older ones are read back from the store)
 
 
 @dataclass(slots=True)
@@ -170,6 +172,7 @@ class Pipeline:
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._bursts: OrderedDict[str, RiskRecord] = OrderedDict()  # bursts' records as last stored, by id
         self._named: set[str] = set()  # real paths of the files `analyze` was given by name
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
@@ -271,12 +274,13 @@ class Pipeline:
     def process(self, items: PositionedLines, *, source: str, inode: int, generation: int = 0,
                 reference_time: datetime | None = None, fmt: str | None = None) -> str:
         """Analyse one source's lines to the end; store windows, records, review items, errors,
-        miner state and the offset after the last line — the last part in ONE transaction with the
+        miner state, the detector's state and the offset after the last line — the last part in ONE transaction with the
         last records, so a crash never commits an offset without its records or vice versa.
         `items` is a `TailRead` (or the watcher's batch): after iteration its `end_offset` and
         `next_line_no` say exactly where the next read must start, and that is what is persisted.
         Everything of this call is committed before it returns. Returns the format used."""
         key = (source, inode, generation)
+        start_line = items.start_line  # read before iterating: the parser's sample advances a reader
         decision, events = parse_stream(self.positions.hashed(self._without_errors(items), key), path=source,
                                         reference_time=reference_time, fmt=fmt)
         if fmt is None:
@@ -291,7 +295,7 @@ class Pipeline:
             return fmt
         if self.options.commit_every_windows and isinstance(items, TailRead):
             self.positions.reading(key, fmt=fmt, head=items.head)
-        miner, detector = self._source_state(source, inode)
+        miner, detector = self._source_state(key, start_line)
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
@@ -307,14 +311,25 @@ class Pipeline:
         self._commit()
         return fmt
 
-    def _source_state(self, source: str, inode: int) -> tuple[SourceMiner, Detector]:
-        """Miner and detector of a source, kept for the run so bursts split across batches still add up."""
-        key = (source, inode)
-        if key not in self._sources:
+    def _source_state(self, key: tuple[str, int, int], start_line: int) -> tuple[SourceMiner, Detector]:
+        """Miner and detector of a source, kept for the run so bursts split across batches still add up;
+        a read that goes on where a committed one stopped (--resume, a restarted watcher) starts with
+        the detector state committed there, so bursts split across runs add up too."""
+        source, inode, _generation = key
+        if (source, inode) not in self._sources:
             state = self.store.get_source(source, inode)
             miner = SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
-            self._sources[key] = (miner, Detector(self.rules))
-        return self._sources[key]
+            detector = Detector(self.rules)
+            saved = self.positions.saved_detector(key, start_line)
+            if saved is not None and not detector.restore(saved):
+                log.info("%s: the correlation state saved with it was made by other rules; starting afresh", source)
+            self._sources[(source, inode)] = (miner, detector)
+        return self._sources[(source, inode)]
+
+    def _detector_state(self, key: tuple[str, int, int]) -> dict | None:
+        """What a source's detector carries over to the next read of it (None: no detector this run)."""
+        found = self._sources.get((key[0], key[1]))
+        return found[1].dump() if found is not None else None
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
         for item in items:
@@ -355,15 +370,27 @@ class Pipeline:
 
     def _store_window(self, window: Window, signals: Sequence[Signal]) -> list[RiskRecord]:
         outcome = assess_window(window, signals, None, self.provenance)
-        records = outcome.records
+        records = [self._grown(r) if r.id in outcome.continues else r for r in outcome.records]
+        for record in records:
+            if record.id in outcome.bursts:
+                self._bursts[record.id] = record
+                self._bursts.move_to_end(record.id)
+        while len(self._bursts) > MAX_BURSTS:
+            self._bursts.popitem(last=False)
         self.positions.stored((window.source, window.inode, window.generation), end=window.events[-1].end,
                               line_no=window.line_end)
         row = WindowRow(source=window.source, inode=window.inode, line_start=window.line_start,
                         line_end=window.line_end, line_count=len(window.events), verdict=_verdict(records),
                         record_ids=[r.id for r in records], run_id=self.run_id, generation=window.generation)
         self._buffer.windows.append(_WindowWrite(row, window.events[0].offset, records))
-        self._count_records(records)
+        self._count_records([r for r in records if r.id not in outcome.continues])  # a grown burst counts once
         return records
+
+    def _grown(self, record: RiskRecord) -> RiskRecord:
+        """A burst's record that an earlier window (of this run: perhaps not committed yet; or of an
+        earlier one, restored with the detector's state) reported, grown by this window's part."""
+        earlier = self._bursts.get(record.id) or self.store.get_record(record.id)
+        return merge_records(earlier, record) if earlier is not None else record
 
     # ---- the model's review -------------------------------------------------------------------
 
@@ -404,7 +431,7 @@ class Pipeline:
             refused = _write_windows(tx, buffer.windows)
             if refused:
                 tx.add_errors([self._quarantine(write, why) for write, why in refused], run_id=self.run_id)
-            self.positions.write(tx, buffer.sources)
+            self.positions.write(tx, buffer.sources, self._detector_state)
             self.baseline.flush(tx)
         self.metrics.deviations = self.baseline.deviations
         left_out = {id(write) for write, _ in refused}

@@ -6,7 +6,9 @@ still what was read), else by the head (`ingest.identify`, `ingest.kept_part`), 
 the positions of the files `analyze` is reading, as far as their stored windows go (each chunk's
 commit carries it, so a kill -9 resumes a big file there, not at line 1); the hashes of the lines
 read and not committed yet (`sources.LineHashes`); and the source rows a commit writes with them
-(offset, line, format, fingerprint, head, the last line's offset and hash).
+(offset, line, format, fingerprint, head, the last line's offset and hash, and the source's detector
+state at that position — the correlations' counts, so a burst split by a restart adds up —); and
+which saved detector state a read starts with (only the one saved at the line before its first).
 
 Knows nothing of parsing, windows' contents or the model: the pipeline says which lines it read
 and where its windows end; the checks themselves are app/sources.py's and ingest.identity's.
@@ -15,8 +17,9 @@ and where its windows end; the checks themselves are app/sources.py's and ingest
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +47,7 @@ class PositionedLines(Protocol):
     the fingerprint of what was read (`ingest.identity`), and whether the file turned out not to
     be the one expected (`changed`: nothing was read, nothing may be persisted)."""
 
+    start_line: int  # the number of the first line it reads
     end_offset: int
     next_line_no: int
     fingerprint: Fingerprint | None
@@ -151,14 +155,31 @@ class Positions:
                     line_no=items.next_line_no - 1, format=fmt, miner_state=miner_state,
                     **_identity(getattr(items, "head", None), items.fingerprint))
 
+    # ---- detector state ---------------------------------------------------------------------------
+
+    def saved_detector(self, key: SourceKey, start_line: int | None) -> dict | None:
+        """The detector state saved with source generation `key`, when a read starting at line
+        `start_line` goes on exactly after it (a re-analysis from line 1 starts with none)."""
+        state = self.store.get_source(*key)
+        if state is None or not state.detector_state or start_line is None:
+            return None
+        saved = json.loads(state.detector_state)
+        return saved["detector"] if saved.get("line_no") == start_line - 1 else None
+
     # ---- a commit -----------------------------------------------------------------------------------
 
-    def write(self, tx: Transaction, finished: Sequence[dict]) -> None:
+    def write(self, tx: Transaction, finished: Sequence[dict],
+              detector_of: Callable[[SourceKey], dict | None] = lambda _key: None) -> None:
         """The source rows of this commit: the files still being read, as far as their stored windows
-        go, and the `finished` ones; each with the hashes of its lines up to there."""
+        go, and the `finished` ones; each with the hashes of its lines up to there and its detector's
+        state (`detector_of`: what the source's windows stored so far left in it), in the same
+        transaction as the windows' records."""
         partial = [_position(reading) for reading in self._reading.values() if "offset" in reading]
         for state in [*partial, *finished]:
             self._write_hashes(tx, state)
+            detector = detector_of((state["path"], state["inode"], state.get("generation", 0)))
+            if detector is not None:
+                state = {**state, "detector_state": json.dumps({"line_no": state["line_no"], "detector": detector})}
             tx.set_source(state["path"], state["inode"], **{k: v for k, v in state.items()
                                                              if k not in ("path", "inode")})
 

@@ -55,6 +55,7 @@ from logwarden.schemas import LLMAssessment, risk_rank
 from logwarden.schemas.assessment import DeviationVerdict, Finding
 from logwarden.schemas.record import (
     HOST_SEPARATOR,
+    LIST_MAX,
     STORED_TEXT_MAX,
     Evidence,
     ExemplarLine,
@@ -146,6 +147,18 @@ class _Group:
         return sorted(self.lines)
 
     @property
+    def burst_line(self) -> int:
+        """Where the counting correlation's burst among its signals began (0: none): its record's
+        id is the burst's, whichever windows it spans."""
+        return min((s.burst_line for s in self.signals if s.burst_line), default=0)
+
+    @property
+    def continues(self) -> bool:
+        """Its burst was reported by an earlier window: its record grows that one."""
+        bursts = [s for s in self.signals if s.burst_line]
+        return bool(bursts) and all(s.continues for s in bursts)
+
+    @property
     def deviations_only(self) -> bool:
         """Only the learned baseline spoke: the model may dismiss these, never a rule's."""
         return all(s.rule_id.startswith(BASELINE_RULES) for s in self.signals)
@@ -178,6 +191,8 @@ class Outcome:
     ungrounded: int = 0  # of those, absent from the digest (removed)
     findings: int = 0
     rejected: Counter = field(default_factory=Counter)  # reason → model texts (and technique ids) rejected
+    bursts: set[str] = field(default_factory=set)  # ids of the records of counting correlations' bursts
+    continues: set[str] = field(default_factory=set)  # of those, the ones that grow a burst an earlier window reported
 
 
 def parse_assessment(text: str) -> LLMAssessment:
@@ -486,13 +501,16 @@ def _record(window: Window, *, category: str, key: str, level: str, events: Sequ
             recommendation: str, techniques: list[Technique], detections: list[str], decided_by: str,
             prov: Provenance, llm: LLMResult | None, refs: Sequence[str] = (),
             ungrounded: Sequence[str] = (), rejected: dict[str, str] | None = None,
-            verdict: dict[str, str] | None = None) -> RiskRecord:
+            verdict: dict[str, str] | None = None, burst: int = 0) -> RiskRecord:
     indicators = extract_indicators(events)
+    generation = f":g{window.generation}" if window.generation else ""  # lines 1.. again after copytruncate
+    # A burst's record is named by where the burst began, not by the window: the windows (and runs)
+    # it goes on in grow that one record (`merge_records`).
+    span = (burst, burst) if burst else (window.line_start, window.line_end)
     return RiskRecord(
-        id=record_id(source=window.source, inode=window.inode, line_start=window.line_start,
-                     line_end=window.line_end, prompt_version=prov.prompt_version,
-                     discriminator=f"{category}:{key}:{events[0].line_no}"
-                     + (f":g{window.generation}" if window.generation else "")),  # lines 1.. again after copytruncate
+        id=record_id(source=window.source, inode=window.inode, line_start=span[0], line_end=span[1],
+                     prompt_version=prov.prompt_version,
+                     discriminator=f"{category}:{key}:{'burst' if burst else events[0].line_no}{generation}"),
         source=window.source, inode=window.inode, host=HOST_SEPARATOR.join(hosts_of(events)) or None,
         line_start=events[0].line_no, line_end=events[-1].line_no,
         first_ts=next((e.ts for e in events if e.ts), None),
@@ -514,7 +532,7 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
     common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
-                  category=group.category)
+                  category=group.category, burst=group.burst_line)
     if claim is None and judged is not None:
         return _judged_record(window, group, judged, _techniques(rule_techniques), common)
     if claim is None:
@@ -579,18 +597,22 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
     groups = group_signals(signals)
     claims = claims_of(results, window)
     failure = next((LLMResult(assessment=None, error=r.error) for r in results if r.error), None)
-    records, used = [], set()
+    records, used, bursts, continues = [], set(), set(), set()
     for group in groups:
         explaining = _explaining(group, claims)
         used |= {id(c) for c in explaining}
         records.append(_group_record(window, group, explaining[0] if explaining else None, prov, failure,
                                      _judged(group, results)))
+        if group.burst_line:
+            bursts.add(records[-1].id)
+        if group.continues:
+            continues.add(records[-1].id)
     for claim in _distinct([c for c in claims if id(c) not in used]):
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
             records.append(_claim_record(window, claim, prov, signals))
     named, missing, rejected = _faithfulness(results)
     return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims),
-                   rejected=rejected)
+                   rejected=rejected, bursts=bursts, continues=continues)
 
 
 def _unique_ids(records: list[RiskRecord]) -> list[RiskRecord]:
@@ -600,6 +622,44 @@ def _unique_ids(records: list[RiskRecord]) -> list[RiskRecord]:
         if record.id not in best or record.risk_score > best[record.id].risk_score:
             best[record.id] = record
     return list(best.values())
+
+
+def merge_records(earlier: RiskRecord, later: RiskRecord) -> RiskRecord:
+    """One burst's record as it grows: `earlier` (stored) with what a later window of the burst
+    added (`later`, the same id). Its span, counts and evidence cover both; the level is the higher;
+    the texts are the later's (its rules' description counts the whole burst), the trace the earlier's."""
+    ev_a, ev_b = earlier.evidence, later.evidence
+    exemplars = list(ev_a.exemplars[: MAX_EXEMPLARS - 1]) + list(ev_b.exemplars[-1:])
+    level = max(earlier.risk_level, later.risk_level, key=risk_rank)
+    llm = later if later.decided_by != "rules" else earlier
+    techniques = list({t.id: t for t in [*earlier.techniques, *later.techniques]}.values())[:LIST_MAX]
+    indicators = {name: list(dict.fromkeys(getattr(earlier.indicators, name) + getattr(later.indicators, name)))[:LIST_MAX]
+                  for name in Indicators.model_fields}
+    return later.model_copy(update=dict(
+        host=earlier.host or later.host, line_start=min(earlier.line_start, later.line_start),
+        line_end=max(earlier.line_end, later.line_end), first_ts=earlier.first_ts or later.first_ts,
+        last_ts=later.last_ts or earlier.last_ts, line_count=earlier.line_count + later.line_count,
+        risk_level=level, risk_score=risk_score(level), techniques=techniques,
+        indicators=Indicators(**indicators), trace=earlier.trace,
+        evidence=Evidence(line_numbers=(ev_a.line_numbers + ev_b.line_numbers)[:MAX_EVIDENCE_LINES],
+                          exemplars=exemplars, template_ids=sorted(set(ev_a.template_ids) | set(ev_b.template_ids)),
+                          refs=list(dict.fromkeys(ev_a.refs + ev_b.refs))[:LIST_MAX]),
+        detections=sorted(set(earlier.detections) | set(later.detections)),
+        decided_by=llm.decided_by, model=llm.model, adapter=llm.adapter, raw_model_output=llm.raw_model_output,
+        engine_stats=llm.engine_stats, llm_error=llm.llm_error, verdict=llm.verdict or later.verdict))
+
+
+def reviewed_burst(stored: RiskRecord, reviewed: RiskRecord) -> RiskRecord:
+    """A burst's record the model reviewed one window of: the stored record's span, counts and
+    evidence (every window the burst went on in), with the review's level (never lower), texts,
+    verdict and model fields."""
+    level = max(stored.risk_level, reviewed.risk_level, key=risk_rank)
+    return reviewed.model_copy(update=dict(
+        host=stored.host, line_start=stored.line_start, line_end=stored.line_end, first_ts=stored.first_ts,
+        last_ts=stored.last_ts, line_count=stored.line_count, risk_level=level, risk_score=risk_score(level),
+        indicators=stored.indicators, trace=stored.trace,
+        evidence=stored.evidence.model_copy(update=dict(refs=reviewed.evidence.refs)),
+        detections=sorted(set(stored.detections) | set(reviewed.detections))))
 
 
 def build_records(window: Window, signals: Sequence[Signal], llm: LLMResult | Sequence[LLMResult] | None,

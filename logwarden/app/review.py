@@ -27,7 +27,7 @@ from datetime import datetime
 from logwarden.app.digest import DigestPart
 from logwarden.app.events import ErrorRow, Event, Signal
 from logwarden.app.mine import Window
-from logwarden.app.postprocess import LLMResult, Provenance, assess_window, group_signals, result_of
+from logwarden.app.postprocess import LLMResult, Provenance, assess_window, group_signals, result_of, reviewed_burst
 from logwarden.engine.api import Engine, ModelUsage
 from logwarden.errors import InputError, LogwardenError, RunStopped
 from logwarden.prompts import PROMPT_VERSION
@@ -232,17 +232,20 @@ class Reviewer:
         for i, result in enumerate(results):
             if result.assessment is None and len(batch) > 1 and not self.stats.breaker_open:
                 results[i] = self._ask([batch[i]])[0]  # a failure in a batch gets one try alone
-        records, done, errors = [], [], []
+        records, done, errors, bursts = [], [], [], set()
         for item, result in zip(batch, results):
             self._count_failure(result)
             if result.assessment is None:  # the rules' and baselines' records stand, marked with the failure
-                records += assess_window(item.window(), item.signals, [result], self.provenance).records
+                outcome = assess_window(item.window(), item.signals, [result], self.provenance)
+                records += outcome.records
+                bursts |= outcome.bursts
                 done.append((item.id, "failed", result.error))
                 errors.append(ErrorRow(source=item.source, offset=None, stage="engine",
                                        message=(result.error or "no answer")[:2000], line_no=item.span[0]))
                 continue
-            records += self._records(item, result)
+            records += self._records(item, result, bursts)
             done.append((item.id, "done", None))
+        records = [self._whole_burst(r) if r.id in bursts else r for r in records]
         with self.store.transaction() as tx:
             tx.upsert_records(records)
             tx.finish_reviews(done)
@@ -274,10 +277,17 @@ class Reviewer:
         self.progress("new_tokens", s.new_tokens)
         return result_of(generation, digest=part.text, lines_of=part.lines_of)
 
-    def _records(self, item: ReviewItem, result: LLMResult) -> list[RiskRecord]:
+    def _whole_burst(self, record: RiskRecord) -> RiskRecord:
+        """A burst's record rebuilt from one window of it keeps what the other windows added to it."""
+        stored = self.store.get_record(record.id)
+        return reviewed_burst(stored, record) if stored is not None else record
+
+    def _records(self, item: ReviewItem, result: LLMResult, bursts: set[str]) -> list[RiskRecord]:
         """What the answer changed: records it explained, confirmed or dismissed, and its own
-        findings (a record the answer left as the rules made it is already stored)."""
+        findings (a record the answer left as the rules made it is already stored); `bursts` gets
+        the ids of the bursts' records among them."""
         outcome = assess_window(item.window(), item.signals, [result], self.provenance)
+        bursts |= outcome.bursts
         self.stats.answered += 1
         self.stats.findings += outcome.findings
         self.stats.entities_named += outcome.entities

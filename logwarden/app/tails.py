@@ -123,6 +123,7 @@ class Batch(list):
     def __init__(self, lines: Sequence[LogLine], end_offset: int, next_line_no: int,
                  fingerprint: Fingerprint | None):
         super().__init__(lines)
+        self.start_line = lines[0].line_no if lines else next_line_no
         self.end_offset = end_offset
         self.next_line_no = next_line_no
         self.fingerprint = fingerprint

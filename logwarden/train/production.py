@@ -262,6 +262,7 @@ class _Lines:
 
     def __init__(self, lines):
         self.lines = list(lines)
+        self.start_line = 1
         self.end_offset = sum(len(line.text.encode()) + 1 for line in self.lines)
         self.next_line_no = len(self.lines) + 1
         self.fingerprint = None

@@ -6,9 +6,15 @@ the run, the watcher feeds it batch after batch), bounded: hits older than the t
 dropped, a group keeps at most `MAX_HITS_PER_GROUP` hits, and each correlation at most
 `max_groups` groups (least recently seen forgotten first).
 
+Its state can be saved and restored (`dump`, `load`: plain JSON-able data), so a burst split by a
+restart adds up as one read would; `prune` first forgets the groups whose hits and burst all lie
+more than the timespan before the stream's latest time (they can no longer count).
+
 Semantics, streaming: a counting correlation fires when its condition first holds over the hits
 in the timespan; the firing carries every hit in the window, and the burst then goes on —
-later matches within a timespan of the last one extend the same finding instead of re-firing.
+later matches within a timespan of the last one extend the same finding instead of re-firing
+(an extension names the burst by its firing's first line, `burst_line`: a later window, batch or
+run grows that finding's record rather than making another).
 A temporal correlation fires once all (or the condition's number of) referenced rules were seen
 in the window (for temporal_ordered: in the order they arrived, as a log is read); its state is
 then cleared, and so is the state of the correlations whose findings it used (five failures then
@@ -57,6 +63,8 @@ class Firing:
     events: int
     distinct: set[str] = field(default_factory=set)
     extension: bool = False
+    burst_line: int = 0  # the first line of the burst's firing: which finding an extension grows
+    burst_lines: int = 0  # the lines of the burst so far, its firing's included
     state_key: tuple = ()  # this correlation's group state that fired
     consumed: list[tuple] = field(default_factory=list)  # origins of the correlation firings it used
 
@@ -69,6 +77,8 @@ class _CountState:
     value_sum: float = 0.0
     burst_last_t: float | None = None
     burst_values: set[str] = field(default_factory=set)
+    burst_line: int = 0  # the first line of the firing the burst began with
+    burst_lines: int = 0  # and how many lines it has had so far
 
     def add(self, t: float, lines: list[int], weight: int, value: Any, number: float = 0.0) -> None:
         if len(self.hits) >= MAX_HITS_PER_GROUP:
@@ -189,10 +199,12 @@ class Correlation:
         state: _CountState = self._state(key, _CountState)
         if state.burst_last_t is not None and hit.t - state.burst_last_t <= self.timespan:
             state.burst_last_t = hit.t  # the burst goes on: the finding grows
+            state.burst_lines += len(hit.lines)
             if value is not None and len(state.burst_values) < 1000:
                 state.burst_values.add(value)
             return Firing(hit.source, group, hit.t, hit.t, list(hit.lines), hit.weight,
-                          {value} if value is not None else set(), extension=True, state_key=key)
+                          {value} if value is not None else set(), extension=True, burst_line=state.burst_line,
+                          burst_lines=state.burst_lines, state_key=key)
         state.burst_last_t = None
         # (a number only where the rule sums: converting every user name raised and caught an error)
         state.add(hit.t, hit.lines, hit.weight, value,
@@ -202,10 +214,11 @@ class Correlation:
             return None
         lines = [n for _t, hit_lines, *_rest in state.hits for n in hit_lines]
         firing = Firing(hit.source, group, state.hits[0][0], hit.t, lines, state.total, set(state.values),
-                        state_key=key)
+                        burst_line=min(lines, default=0), burst_lines=len(lines), state_key=key)
         state.clear()
         state.burst_last_t = hit.t
         state.burst_values = set(firing.distinct)
+        state.burst_line, state.burst_lines = firing.burst_line, firing.burst_lines
         return firing
 
     def _measure(self, state: _CountState) -> float:
@@ -249,6 +262,41 @@ class Correlation:
         """Forget a group's state: a correlation that used this one's finding consumed it."""
         self.states.pop(key, None)
 
+    # --- saved state ------------------------------------------------------------------------
+
+    def latest(self) -> float:
+        """The latest time any group of this correlation saw (0.0 when none)."""
+        return max((_last_t(state) for state in self.states.values()), default=0.0)
+
+    def prune(self, now: float) -> None:
+        """Forget what can no longer count at `now`: hits older than the timespan, and groups left
+        with nothing (no hit, no burst still going on)."""
+        oldest = now - self.timespan
+        for key in [key for key, state in self.states.items() if _last_t(state) < oldest]:
+            del self.states[key]
+        for state in self.states.values():
+            state.trim(oldest)
+
+    def dump(self) -> dict:
+        """The groups' state as JSON-able data (least recently seen first, as kept)."""
+        return {"arrivals": self._arrivals,
+                "groups": [[list(key), _dump_state(state)] for key, state in self.states.items()]}
+
+    def load(self, data: dict) -> None:
+        """Take back what `dump` gave (of a correlation with the same spec)."""
+        self._arrivals = int(data["arrivals"])
+        self.states = OrderedDict((tuple(key), self._load_state(state)) for key, state in data["groups"])
+
+    def _load_state(self, data: dict) -> Any:
+        if self.counting:
+            state = _CountState(burst_last_t=data["burst_last_t"], burst_values=set(data["burst_values"]),
+                                burst_line=data["burst_line"], burst_lines=data["burst_lines"])
+            for t, lines, weight, value, number in data["hits"]:
+                state.add(t, lines, weight, value, number)
+            return state
+        return _TemporalState([deque((t, lines, n, (origin[0], tuple(origin[1])) if origin else None)
+                                     for t, lines, n, origin in hits) for hits in data["seen"]])
+
     def _temporal_holds(self, state: _TemporalState) -> bool:
         seen = {self.refs[i] for i, hits in enumerate(state.seen) if hits}
         if self._expression is not None:
@@ -256,6 +304,22 @@ class Correlation:
         if self.kind == "temporal_ordered":
             return _in_order(state.seen)
         return self._test(len(seen), self._count)
+
+
+def _last_t(state: _CountState | _TemporalState) -> float:
+    """When a group last saw a hit (or its burst went on)."""
+    if isinstance(state, _CountState):
+        return max(state.hits[-1][0] if state.hits else 0.0, state.burst_last_t or 0.0)
+    return max((hits[-1][0] for hits in state.seen if hits), default=0.0)
+
+
+def _dump_state(state: _CountState | _TemporalState) -> dict:
+    if isinstance(state, _CountState):
+        return {"hits": [list(hit) for hit in state.hits], "burst_last_t": state.burst_last_t,
+                "burst_values": sorted(state.burst_values), "burst_line": state.burst_line,
+                "burst_lines": state.burst_lines}
+    return {"seen": [[[t, lines, n, [origin[0], list(origin[1])] if origin else None]
+                      for t, lines, n, origin in hits] for hits in state.seen]}
 
 
 def _in_order(seen: list[deque]) -> bool:

@@ -8,8 +8,11 @@ Owns merging: one Signal per rule + source + key per `scan` call ("42 SQLi attem
 1.2.3.4", not 42 records), the key being the first present of the rule's key fields
 (`logwarden: {key: [...]}`, default src_ip then host) or a correlation's group-by values;
 line numbers are capped (first and last kept) with the true count in the description. State that
-spans `scan` calls (correlations, the clock) is bounded (see `correlate.py`). Knows nothing about
-rule files (`pack.py`) or how events are parsed.
+spans `scan` calls (correlations, the clock) is bounded (see `correlate.py`), and can be saved
+(`dump`: pruned to what can still count) and restored (`restore`) under the rule set's fingerprint
+and `STATE_VERSION`, so a burst split by a restart fires as if read at once; state saved by other
+rules is not applied. Knows nothing about rule files (`pack.py`), how events are parsed, or where
+the state is kept.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from logwarden.app.detect.view import EventView
 from logwarden.app.events import Event, Signal
 
 MAX_LINE_NUMBERS = 500  # per signal; the first and last halves are kept, the count stays true
+STATE_VERSION = 1  # bump when `dump`'s shape or the correlations' state changes meaning
+
+
 @dataclass(slots=True)
 class _Open:
     """A signal being built during one scan call."""
@@ -42,6 +48,9 @@ class _Open:
     count: int = 0  # lines
     events: int = 0  # what the lines stand for (a "repeated 5 times" line is 5)
     distinct: set[str] = field(default_factory=set)
+    burst_line: int = 0  # a counting correlation's burst: its first line
+    burst_lines: int = 0  # its lines so far, those of earlier scans included
+    continues: bool = True  # every firing of this scan went on with a burst an earlier scan reported
 
     def add(self, line_no: int, t: float, weight: int = 1) -> None:
         self.count += 1
@@ -53,6 +62,9 @@ class _Open:
             self.tail.append(line_no)
 
     def add_firing(self, firing: Firing) -> None:
+        self.burst_line = self.burst_line or firing.burst_line
+        self.burst_lines = max(self.burst_lines, firing.burst_lines)
+        self.continues = self.continues and firing.extension
         for line_no in firing.lines:
             self.add(line_no, firing.last_t, 0)
         self.events += firing.events
@@ -65,12 +77,14 @@ class _Open:
         return Signal(rule_id=rule.id, title=rule.title, level=rule.level, category=rule.category,
                       techniques=list(rule.techniques), source=self.source, line_numbers=line_numbers,
                       key=self.key, description=self._describe(len(line_numbers)),
-                      references=list(rule.ir.references), falsepositives=list(rule.ir.falsepositives))
+                      references=list(rule.ir.references), falsepositives=list(rule.ir.falsepositives),
+                      burst_line=self.burst_line, continues=bool(self.burst_line) and self.continues)
 
     def _describe(self, shown: int) -> str:
         rule = self.rule
-        what = f"{self.count} matching line{'s' if self.count != 1 else ''}"
-        if self.events != self.count:
+        lines = max(self.count, self.burst_lines)  # a burst that went on from earlier scans: all of it
+        what = f"{lines} matching line{'s' if lines != 1 else ''}"
+        if self.events != self.count and lines == self.count:
             what += f" standing for {self.events} events"
         value_field = (rule.correlation or {}).get("field")
         if value_field and self.distinct:
@@ -97,11 +111,38 @@ class Detector:
                               for r in active if r.correlation is not None}
         self._dispatch: dict[Route, Dispatch] = self.rules.dispatches  # built once per rule set and route
         self._clock: dict[str, datetime] = {}  # last known time per source, for events without ts
+        self._fingerprint: str | None = None  # of the rule set, for saved state (computed when first needed)
 
     @property
     def _states(self) -> dict[str, object]:
         """Correlation state per rule (bounded: see correlate.py)."""
         return {key: corr.states for key, corr in self._correlations.items()}
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = self.rules.fingerprint()
+        return self._fingerprint
+
+    def dump(self) -> dict:
+        """The state that spans `scan` calls, as JSON-able data: the correlations' groups (those that
+        can no longer count at the latest time seen dropped first) and the clock."""
+        now = max((corr.latest() for corr in self._correlations.values()), default=0.0)
+        for corr in self._correlations.values():
+            corr.prune(now)
+        return {"version": STATE_VERSION, "rules": self.fingerprint,
+                "clock": {source: ts.isoformat() for source, ts in self._clock.items()},
+                "correlations": {key: corr.dump() for key, corr in self._correlations.items() if corr.states}}
+
+    def restore(self, data: dict) -> bool:
+        """Take back a `dump` of this rule set (same fingerprint and version); False: not applied."""
+        if data.get("version") != STATE_VERSION or data.get("rules") != self.fingerprint:
+            return False
+        self._clock = {source: datetime.fromisoformat(ts) for source, ts in data["clock"].items()}
+        for key, state in data["correlations"].items():
+            if key in self._correlations:
+                self._correlations[key].load(state)
+        return True
 
     def scan(self, events: Iterable[Event]) -> list[Signal]:
         """Signals for these events (and for bursts that began in earlier calls), by first line."""

@@ -123,6 +123,7 @@ class PackInfo:
     rules: int
     cached: bool
     load_s: float
+    digest: str = ""  # of the pack's files as read (`pack_digest`)
 
 
 @dataclass(slots=True)
@@ -152,6 +153,17 @@ class RuleSet:
 
     def by_id(self, rule_id: str) -> CompiledRule:
         return next(r for r in self.rules if rule_id in (r.id, r.key))
+
+    def fingerprint(self) -> str:
+        """What a detector's saved state depends on: the packs as read and the profile, and each active
+        correlation's spec (a rule set built from a plain list of rules has no packs). State saved under
+        another fingerprint is not applied: a changed rule could mis-count it."""
+        digest = hashlib.sha256(f"ir{IR_VERSION}|".encode())
+        digest.update(json.dumps([[p.name, p.digest] for p in self.packs]).encode())
+        digest.update(json.dumps(self.profile.describe(), sort_keys=True).encode())
+        for rule in sorted(self.correlations, key=lambda r: r.key):
+            digest.update(json.dumps([rule.key, rule.correlation], sort_keys=True, default=str).encode())
+        return digest.hexdigest()
 
 
 # --- reading packs ----------------------------------------------------------------------------
@@ -250,7 +262,7 @@ def load_pack(path: Path, *, placeholders: Placeholders, cache_dir: Path | None)
         _write_cache(cache_file, irs)
     irs = [_refused_file(source, why) for source, why in found.refused] + irs
     info = PackInfo(name=_pack_name(path), path=str(path), rules=len(irs), cached=cached,
-                    load_s=time.perf_counter() - started)
+                    load_s=time.perf_counter() - started, digest=digest)
     return irs, info
 
 

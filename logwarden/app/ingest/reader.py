@@ -177,6 +177,7 @@ class TailRead:
         self.path = Path(path)
         self.source = os_text(path)  # undecodable bytes, controls and newlines escaped
         self.start_offset = start_offset
+        self.start_line = start_line
         self._cursor = _Cursor(start_offset, start_line)  # advanced past each line yielded
         self.max_line_bytes = max_line_bytes
         self.final_partial = final_partial

@@ -258,6 +258,13 @@ def _step_deviation_verdicts(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE records ADD COLUMN verdict JSON NOT NULL DEFAULT '{}'"))
 
 
+def _step_detector_state(conn: Connection) -> None:
+    """Issue 44. Sources keep their detector's state (correlation counts per key within each rule's
+    timespan, JSON), committed with their position: a burst split by a restart adds up. Rows stored
+    before hold none: their next read starts with none, as before."""
+    conn.execute(text("ALTER TABLE sources ADD COLUMN detector_state TEXT"))
+
+
 def _step_deliveries(conn: Connection) -> None:
     """Issue 44. The delivery cursor: what each forwarding destination (`export --forward`) took, by record
     or incident id and how sure it is (`indexed`: the receiver acknowledged it; `accepted`: answered 2xx,
@@ -286,7 +293,8 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     # issue 38
     (12, "records and incidents: the model's texts the gate rejected", _step_rejected_texts),
     (13, "records: the model's verdict on a baseline deviation", _step_deviation_verdicts),
-    # issue 44 item 6 (15: another branch of issue 44 takes 14; the runner applies whichever is missing)
+    # issue 44
+    (14, "sources: the detector's state, saved with the position", _step_detector_state),
     (15, "deliveries: what each forwarding destination took", _step_deliveries),
 )
 LATEST_VERSION = STEPS[-1][0]

@@ -83,6 +83,7 @@ class Source(Base):
     head: Mapped[bytes | None] = mapped_column(LargeBinary)  # the fingerprinted bytes: tells a truncation from new content
     tail_offset: Mapped[int | None] = mapped_column(BigInteger)  # where the last line read starts
     tail_hash: Mapped[int | None] = mapped_column(BigInteger)  # and its hash (app/sources.line_hash)
+    detector_state: Mapped[str | None] = mapped_column(Text)  # JSON: correlation state at this position (app/positions)
 
 
 class SourceLines(Base):

@@ -33,6 +33,7 @@ class SourceState:
     head: bytes | None = None  # the bytes the fingerprint covers (stores from before schema 9: None)
     tail_offset: int | None = None  # where the last line read starts (stores from before schema 11: None)
     tail_hash: int | None = None  # and its hash (app/sources.line_hash)
+    detector_state: str | None = None  # JSON: the detector's state at this position (stores before schema 14: None)
 
 
 @dataclass(slots=True)

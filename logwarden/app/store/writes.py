@@ -90,17 +90,21 @@ class Transaction:
                    format: str | None = None, miner_state: str | bytes | None = None,
                    fingerprint: str | None = None, fingerprint_len: int = 0,
                    fingerprint_prefix: str | None = None, head: bytes | None = None,
-                   tail_offset: int | None = None, tail_hash: int | None = None) -> None:
+                   tail_offset: int | None = None, tail_hash: int | None = None,
+                   detector_state: str | None = None) -> None:
         """Record how far generation `generation` of `path` was read, and the fingerprint of what
-        was read. `format`/`miner_state`/`fingerprint`/`tail_*` of None keep the stored value."""
+        was read. `format`/`miner_state`/`fingerprint`/`tail_*`/`detector_state` of None keep the
+        stored value."""
         if isinstance(miner_state, bytes):  # Drain3's snapshot is base64: text on every dialect
             miner_state = miner_state.decode("ascii")
         row: dict[str, Any] = {"path": path, "inode": inode, "generation": generation, "offset": offset,
                                "line_no": line_no, "updated_at": utc_now(), "format": format,
                                "miner_state": miner_state, "fingerprint": fingerprint,
                                "fingerprint_len": fingerprint_len, "fingerprint_prefix": fingerprint_prefix,
-                               "head": head, "tail_offset": tail_offset, "tail_hash": tail_hash}
-        keep = tuple(name for name in ("format", "miner_state", "head", "tail_offset", "tail_hash") if row[name] is None)
+                               "head": head, "tail_offset": tail_offset, "tail_hash": tail_hash,
+                               "detector_state": detector_state}
+        keep = tuple(name for name in ("format", "miner_state", "head", "tail_offset", "tail_hash", "detector_state")
+                     if row[name] is None)
         keep += ("fingerprint", "fingerprint_len", "fingerprint_prefix") if fingerprint is None else ()
         _upsert(self.conn, Source.__table__, [row], keys=("path", "inode", "generation"), keep=keep)
 
