@@ -22,8 +22,8 @@ Owns the merge policy (the LLM never lowers what the rules know):
 - a group of baseline deviations alone (no rule) takes the model's enumerated verdicts on its lines
   (analyze_v4): the verdict is said in its anomaly and kept on it (`verdict`), its level is the
   baseline's whatever the verdict (measured: a dismissal was mostly wrong, and raising on an attack
-  verdict added false positives and no detection — EVAL.md). A finding on its lines may raise it
-  (the claim's own checks); the baseline's category stays either way.
+  verdict or a finding added false positives and no detection — EVAL.md); a finding's checked
+  text may describe it. The baseline's category stays either way.
 A window split into several prompts has one `LLMResult` per prompt; their findings are pooled.
 Knows nothing of files, the engine internals or the store.
 """
@@ -539,7 +539,10 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
         return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
                        recommendation=DEFAULT_RECOMMENDATION[group.category],
                        techniques=_techniques(rule_techniques), decided_by="rules", llm=failure, **common)
-    return _record(window, level=max(group.floor, claim.finding.risk_level, key=risk_rank),
+    # a rule's group may be raised by a finding; a deviation alone keeps the baseline's level (on the
+    # held-out side the 1.5B's findings raised 2 benign deviations and no attack that was not found)
+    level = group.floor if group.deviations_only else max(group.floor, claim.finding.risk_level, key=risk_rank)
+    return _record(window, level=level,
                    anomaly=claim.anomaly or _rules_anomaly(group),
                    recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",

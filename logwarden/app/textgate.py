@@ -51,8 +51,9 @@ _SENTENCE = re.compile(r"(?<=[.;!?])\s+")
 _STATEMENT_WORD = re.compile(r"[^\W\d_]{2,}")  # a word with letters: not a number, not an id like T1110 or L17
 _ID = re.compile(r"(?<![\w.])([TL]\d{1,9}(?:\.\d{3})?)(?![\w])")
 _JSON_TEXT = re.compile(r'^\s*[{\[]\s*"?[\w &]+"?\s*:')  # {"count": 5, "category": …}
-# a copy that starts mid-row (", 26 clients' values of …") or ends with "…" where the digest cut it is still a copy
-_CUT_MARKS = " .,;:…"
+# a copy that starts mid-row (", 26 clients' values of …") or ends with "…" where the digest cut it is still a copy,
+# and so is one in braces or quotes (the 1.5B wrote a request's parameter, `{B1=Pasar+por+caja%2F}`, as an anomaly)
+_CUT_MARKS = " .,;:…{}[]()\"'`"
 _TECHNIQUE = re.compile(r"^T\d{4}(?:\.\d{3})?$")
 _PLACEHOLDER = re.compile(r"<\*>|<(?:" + "|".join(dict.fromkeys(name for name, _ in MASKING_RULES)) + r")>")
 # words of the prompts' frames a small model echoes instead of writing about the lines

@@ -156,7 +156,9 @@ def test_an_answer_without_verdicts_dismisses_nothing(site):
     assert records and all(r.risk_level != "info" and r.verdict == {} for r in records)
 
 
-def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_category_and_dismisses_no_other(site):
+def test_a_deviation_the_model_confirms_takes_its_text_keeps_the_baselines_level_and_category_and_dismisses_no_other(site):
+    """A finding on a deviation alone explains it but does not raise it: on realdata's held-out side
+    such raises were on benign requests, and added no detection (EVAL.md)."""
     store, today = site
 
     def answer(user):
@@ -168,10 +170,9 @@ def test_a_deviation_the_model_confirms_takes_its_level_keeps_the_baselines_cate
 
     run(store, reviewer(lambda r: answer(r.user) if "sort=" in r.user else benign(r)), today)
     records = deviation_records(store)
-    [confirmed] = [r for r in records if r.risk_level == "high"]
+    [confirmed] = [r for r in records if r.anomaly == "SQL injection in sort"]
     # the base model's categories for web deviations were wrong twice as often as the baseline's (EVAL.md)
-    assert (confirmed.category, confirmed.decided_by) == ("web_attack", "rules+llm")
-    assert confirmed.anomaly == "SQL injection in sort"
+    assert (confirmed.risk_level, confirmed.category, confirmed.decided_by) == ("medium", "web_attack", "rules+llm")
     # one prompt showed all seven; an answer with a finding speaks only for its finding's lines (it names
     # FINDINGS_MAX at most), so the other six stay as the baseline put them, not dismissed
     others = [r for r in records if r is not confirmed]

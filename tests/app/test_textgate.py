@@ -119,3 +119,12 @@ def test_a_story_whose_title_copies_the_prompt_keeps_the_rules_title_and_says_wh
     assert checked.title == incident.title and checked.rejected["title"] == "instructions"
     assert checked.summary and stats.texts_rejected["instructions"] >= 1
     assert "prompt's or the schema's instructions" in rejected_note(checked.rejected)
+
+
+def test_a_fragment_of_the_digest_in_braces_is_a_copy_of_the_digest():
+    """The 1.5B's anomaly on a held-out CSIC request was the request's own parameter in braces (the
+    digest is third-party data, so the shape is rebuilt here): it adds nothing to the rule's text."""
+    digest = "unlike this source's learned baseline:\n L12: GET /shop/pay.jsp?B1=Pay+at+the+desk%2F&qty=1 HTTP/1.1"
+    assert check("{B1=Pay+at+the+desk%2F}", digest, ids=["L12"]).reason == "digest"
+    assert check('"B1=Pay+at+the+desk%2F"', digest, ids=["L12"]).reason == "digest"
+    assert check("B1 holds a slash, never seen in its values", digest, ids=["L12"]).passed
