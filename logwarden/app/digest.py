@@ -32,7 +32,7 @@ from logwarden.app.events import Event, Signal
 from logwarden.app.mine import Window
 from logwarden.engine.api import CountTokens, Request
 from logwarden.prompts import system_prompt, user_prompt
-from logwarden.schemas.assessment import answer_schema
+from logwarden.schemas.assessment import CATEGORIES, answer_schema
 
 RARE_COUNT = 3  # a template or value shape seen at most this often in its window is rare
 LEAN_MAX_LINES = 3  # windows this small get the lean digest
@@ -141,10 +141,12 @@ class DigestPart:
     index: int = 1
     total: int = 1
     deviations: list[str] = field(default_factory=list)  # the line ids of the deviations it shows, as listed
+    categories: list[str] | None = None  # the categories its lines can be (None: any)
 
     def schema(self) -> dict:
-        """The answer's JSON schema: evidence only among `refs`, one verdict per deviation shown."""
-        return answer_schema(self.refs, self.deviations)
+        """The answer's JSON schema: evidence only among `refs`, one verdict per deviation shown, a
+        category its lines can be."""
+        return answer_schema(self.refs, self.deviations, self.categories)
 
     @property
     def prompt(self) -> str:
@@ -182,6 +184,7 @@ class Digest:
     deviations: list[DeviationNote] = field(default_factory=list)  # from the baseline, with what is usual
     focus: bool = False  # a review of deviations: later parts name the rules' rows, part 1 shows them
     together: dict[int, list[int]] = field(default_factory=dict)  # a deviation's first line → its other lines
+    categories: list[str] | None = None  # what the model may call its lines (`categories_for`; None: any)
 
     # ---- rendering ---------------------------------------------------------------------------
 
@@ -282,7 +285,7 @@ class Digest:
         on = set(shown)
         deviations = list(dict.fromkeys(f"L{d.line}" for d in self.deviations if d.line in on))
         return DigestPart(text=text, refs=refs, lines_of=lines_of, shown_lines=shown, index=index, total=total,
-                          deviations=deviations)
+                          deviations=deviations, categories=self.categories)
 
     def render(self) -> str:
         """The whole digest in one text, unbudgeted (the LLM policy's words test, metrics)."""
@@ -511,6 +514,21 @@ def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
     return chosen[:MAX_SIGNAL_LINES]
 
 
+# Formats whose lines are never an HTTP request: a web attack is not what they can show. A syslog
+# window may still carry a web server's access lines (forwarded to syslog): a request line in it lets
+# web_attack back in. An sshd line the 0.5B called `web_attack` (issue 45) is what this forbids.
+NOT_WEB_FORMATS = frozenset(("syslog", "rfc5424", "windows", "cloudtrail", "auditd"))
+HTTP_REQUEST = re.compile(r"\b(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE) /")
+
+
+def categories_for(window: Window) -> list[str] | None:
+    """The categories a model may give this window's lines (None: any): no `web_attack` where the
+    format cannot hold a web request and no line looks like one."""
+    if window.format not in NOT_WEB_FORMATS or any(HTTP_REQUEST.search(e.raw) for e in window.events):
+        return None
+    return [c for c in CATEGORIES if c != "web_attack"]
+
+
 def build_digest(window: Window, template_text: Mapping[int, str], signals: Sequence[Signal], *,
                  focus: bool = False) -> Digest:
     """The window's digest. `template_text` maps the window's cluster ids to their text
@@ -554,5 +572,5 @@ def build_digest(window: Window, template_text: Mapping[int, str], signals: Sequ
         line_texts={e.line_no: line_text(e, window.format, common_agent) for e in window.events if e.line_no in wanted},
         template_of_line=template_of_line, template_lines=template_lines,
         required=required, favoured=first_of_others, rare=rare, lean=lean, focus=focus,
-        together=together,
+        together=together, categories=categories_for(window),
     )

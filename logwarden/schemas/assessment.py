@@ -131,14 +131,20 @@ def _base_schema() -> dict[str, Any]:
     return LLMAssessment.model_json_schema()
 
 
-def answer_schema(refs: Sequence[str], deviations: Sequence[str] = ()) -> dict[str, Any]:
+def answer_schema(refs: Sequence[str], deviations: Sequence[str] = (),
+                  categories: Sequence[str] | None = None) -> dict[str, Any]:
     """The schema for one prompt: evidence may only name `refs` (the ids its digest shows), in that
     order; `deviations` (the line ids of the deviations it shows, in order) get exactly one verdict
-    each, in that order, and are then required. A prompt without deviations has no verdicts."""
+    each, in that order, and are then required. A prompt without deviations has no verdicts.
+    `categories`: the ones its lines can be (None: all); a verdict may always say `benign`."""
     if not refs:
         raise ValueError("a prompt's digest shows at least one line; refs must not be empty")
     schema = assessment_json_schema()
     schema["$defs"]["Finding"]["properties"]["evidence"]["items"] = {"type": "string", "enum": list(refs)}
+    if categories is not None:
+        for name in ("Finding", "DeviationVerdict"):
+            field = schema["$defs"][name]["properties"]["category"]
+            field["enum"] = [c for c in field["enum"] if c in categories or c == "benign"]
     shown = list(dict.fromkeys(deviations))[:VERDICTS_MAX]
     if not shown:
         return schema

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from logwarden.app.digest import build_digest, line_text, value_shape
+from logwarden.app.digest import DigestPart, build_digest, line_text, value_shape
 from logwarden.app.events import Event, LogLine, Signal
-from logwarden.app.mine import SourceMiner, windows
+from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import parse_stream
 from logwarden.app.triage import prepare
 
@@ -158,3 +158,27 @@ def test_each_part_carries_the_baseline_notes_of_its_own_lines():
         assert part.text.index("unlike this source's learned baseline:") < part.text.index("\nlines:\n")
         assert count(part.text) <= 260
     assert sorted(n for part in parts for n in part.shown_lines) == [n for o in odd for n in (o + 1, o + 2)]
+
+
+def test_a_window_that_cannot_hold_a_web_request_offers_the_model_no_web_attack():
+    """An sshd line is never `web_attack` (the 0.5B called every triage line that, issue 45): the
+    grammar of a syslog window's prompt lacks it; a web server's request line forwarded to syslog
+    lets it back."""
+    from logwarden.app.digest import categories_for
+
+    def window(fmt, raw):
+        ev = Event(source="s", line_no=1, offset=0, raw=raw, format=fmt, ts=None, host="h", program="p",
+                   message=raw, fields={}, inode=1)
+        return Window("s", 1, fmt, events=[ev], cluster_ids=[1])
+
+    ssh = window("syslog", "Mar 1 10:00:00 h sshd[1]: Failed password for root from 203.0.113.7 port 22 ssh2")
+    part = DigestPart(text="x", refs=["L1"], lines_of={"L1": [1]}, shown_lines=[1], deviations=["L1"],
+                      categories=categories_for(ssh))
+    schema = part.schema()
+    assert "web_attack" not in schema["$defs"]["Finding"]["properties"]["category"]["enum"]
+    assert "brute_force" in schema["$defs"]["Finding"]["properties"]["category"]["enum"]
+    verdict = schema["properties"]["verdicts"]["prefixItems"][0]["properties"]["category"]["enum"]
+    assert "web_attack" not in verdict and "benign" in verdict
+    forwarded = window("syslog", 'Mar 1 10:00:00 h nginx: 203.0.113.7 - - "GET /index.php?id=1 HTTP/1.1" 200 5')
+    assert categories_for(forwarded) is None
+    assert categories_for(window("access", '203.0.113.7 - - [x] "GET / HTTP/1.1" 200 5')) is None
