@@ -24,8 +24,9 @@ Progress contract: `progress(name, n)` with the counters "lines", "bytes", "wind
 display can thus weigh the model's work, not only the lines read.
 
 Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations in
-flight and makes the run raise `RunStopped` at its next window or between review batches; `finish`
-then commits what was done; prompts not answered stay awaiting review.
+flight and makes the run raise `RunStopped` at its next window, between review batches, within the
+incidents' regrouping or between stories; `finish` then commits what was done and marks the run
+`stopped`; prompts not answered stay awaiting review.
 """
 
 from __future__ import annotations
@@ -203,9 +204,10 @@ class Pipeline:
                     self.analyze_file(item)
             self.review()
             self.group()
+            self._check_cancelled()  # a stop during the last stage is a stop, not a run that ended `ok`
             return self.finish()
         except RunStopped:
-            self.finish("aborted")
+            self.finish("stopped")
             raise
 
     def files(self, paths: Sequence[str | Path]) -> Iterator[Path | ErrorRow | Skipped]:
@@ -433,12 +435,13 @@ class Pipeline:
         """Regroup the incidents around what this run stored (or `around`); with a model, write the
         stories of the incidents that need one, within what the run's budget left."""
         self._commit()
+        log.info("regrouping the incidents around this run's %d record(s)", self.metrics.records)
         self._group(around if around is not None else self._stored)
 
     def _group(self, around: Span) -> None:
         if self.options.incidents is None or not around:
             return
-        regrouped = regroup(self.store, self.options.incidents, around=around)
+        regrouped = regroup(self.store, self.options.incidents, around=around, cancelled=self._cancel)
         self.metrics.incidents = len(regrouped.incidents)
         if self._stories_due():
             self._stories(regrouped.incidents)
