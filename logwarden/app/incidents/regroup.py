@@ -12,6 +12,7 @@ Knows nothing of the CLI, the UI or the model (stories are story.py's).
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from logwarden.errors import ConfigError, RunStopped
 from logwarden.schemas import RiskRecord, risk_rank
 from logwarden.schemas.incident import Incident
 
+log = logging.getLogger(__name__)
 ALL = 10**9
 WIDEN_ROUNDS = 8
 STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented", "rejected")
@@ -101,6 +103,7 @@ def regroup(store: Store, options: IncidentOptions, *, around: Span | None = Non
 
 def _regroup(store: Store, options: IncidentOptions, around: Span | None, stop: _Stop) -> Regrouped:
     scope = _whole_store(store, options) if around is None else _scope(store, options, around)
+    log.info("grouping %d record(s) into incidents", len(scope))
     stop.check()
     by_id = {r.id: r for r in scope}
     groups = group_records(scope, options.policy, check=stop.check) if scope else []
