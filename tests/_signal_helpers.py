@@ -51,7 +51,9 @@ def signal_during(args: list[str], *, when: str | Callable[[], bool], signals: t
         if process.poll() is None:
             process.send_signal(signum)
     rest = process.communicate(timeout=START_S)[1]
-    return Ended(process.returncode, time.monotonic() - sent, "".join(seen) + rest)
+    ended = Ended(process.returncode, time.monotonic() - sent, "".join(seen) + rest)
+    print(f"{' '.join(args[:2])}: exit {ended.returncode} {ended.after_s:.2f} s after the signal")  # shown with -s
+    return ended
 
 
 def assert_clean(ended: Ended) -> None:
