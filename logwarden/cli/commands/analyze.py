@@ -98,11 +98,16 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_
         if throughput:
             options = throughput_options(options, engine)
     progress = RunProgress(paths, err_console, model=engine is not None)
-    pipeline = Pipeline(store, engine, options, progress=progress.update, command="analyze " + " ".join(map(str, paths)))
-    stop = StopRequest(pipeline.cancel)
+    pipeline: Pipeline | None = None
+    stop = StopRequest(lambda: pipeline.cancel() if pipeline is not None else None)
     try:
-        with progress, stop.installed():
-            metrics = pipeline.analyze(paths)
+        with stop.installed():  # before the run exists: a stop as it is made stops it too
+            pipeline = Pipeline(store, engine, options, progress=progress.update,
+                                command="analyze " + " ".join(map(str, paths)))
+            if stop.signum is not None:
+                pipeline.cancel()
+            with progress:
+                metrics = pipeline.analyze(paths)
     except RunStopped:
         _stopped(pipeline, store, db_url, stop.signum, model=engine is not None)
     run_records = _run_records(store, pipeline.run_id)
