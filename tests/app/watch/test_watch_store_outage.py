@@ -96,3 +96,31 @@ def test_watch_outlives_a_sqlite_lock_held_past_the_busy_timeout(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
     _outlives(folder, f"sqlite:///{db_file}", locked)
+
+
+def test_a_stop_while_postgresql_is_down_ends_honestly(tmp_path, pg_cluster, pg_url):
+    """Stopped while the store does not answer: exit 1 with the store's error and no traceback; what
+    it had not committed is read again by the next start, which marks the run `aborted`."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    log = folder / "auth.log"
+    written = append(log, 0, 60)
+    child = _watch(folder, pg_url)
+    store = open_store(pg_url)
+    _until(lambda: covered(spans(store, log)) == list(range(1, written + 1)), "reading the first lines", child)
+    pg_cluster.halt()
+    try:
+        written = append(log, written, 30)
+        time.sleep(3)
+        child.send_signal(signal.SIGTERM)
+        stderr = child.communicate(timeout=TIMEOUT)[1]
+    finally:
+        pg_cluster.resume()
+    assert child.returncode == 1, stderr
+    assert "Traceback" not in stderr and "the store does not answer" in stderr, stderr
+    assert [run.status for run in store.list_runs()] == ["running"]  # nobody could mark it
+    again = _watch(folder, pg_url)
+    _until(lambda: covered(spans(store, log)) == list(range(1, written + 1)), "reading what was not committed", again)
+    again.send_signal(signal.SIGTERM)
+    assert again.wait(timeout=TIMEOUT) == 0
+    assert [run.status for run in store.list_runs()] == ["stopped", "aborted"]
