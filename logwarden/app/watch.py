@@ -70,6 +70,7 @@ class WatchStats:
     errors: int = 0
     started: float = field(default_factory=time.monotonic)
     last_record: str = ""
+    stopped: bool = False  # ended by a stop (a signal, `stop()`), not by `max_seconds`
 
     def line(self, queue: int) -> str:
         rate = self.lines / max(time.monotonic() - self.started, 1e-9)
@@ -144,6 +145,7 @@ class Watcher:
             with stop_signals(self.stop):
                 self._follow(deadline)
             status = "stopped"
+            self.stats.stopped = self._stop.is_set()
         finally:
             observer.stop()
             observer.join(timeout=5)

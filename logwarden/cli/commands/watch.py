@@ -64,7 +64,7 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
                    on_started=None if quiet else functools.partial(_print_watching, folders))
     if not quiet:
         err_console.print(f"\nstopped: {shown(stats.line(0))}", highlight=False, markup=False)
-    if engine is not None:  # the run is finished: no waiting at exit for a cancelled prefill (seconds to minutes)
+    if engine is not None and stats.stopped:  # the run is finished: no waiting at exit for a prefill a stop cancelled
         exit_at_once(0)
 
 
