@@ -60,10 +60,18 @@ class PgCluster:
             shutil.chown(self.root, user=self.os_user)
         self._run("initdb", "-D", str(self.data), "-U", "logwarden", "--auth=trust", "-E", "UTF8",
                   "--locale=C", "--no-sync")
+        self.resume()
+        return self
+
+    def halt(self) -> None:
+        """The server goes down (its connections are cut), its data kept: `resume` brings it back."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self.started = False
+
+    def resume(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w", "-t", "60",
                   "-o", f"-p {self.port} -k {self.root} {SERVER_OPTIONS}", "start")
         self.started = True
-        return self
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://logwarden@127.0.0.1:{self.port}/{database}"

@@ -53,6 +53,8 @@ class RunMetrics:
     windows_quarantined: int = 0  # windows read whose rows the database refused: an error row each, not stored
     lines_quarantined: int = 0  # ... their lines (read, counted in `lines`, in no stored window)
     held_back_lines: int = 0  # unterminated last lines left for a later --resume (file not final)
+    store_outages: int = 0  # times the watcher found its store unreachable (down, locked) and waited for it
+    store_outage_s: float = 0.0  # how long it waited, all outages together
     truncated_lines: int = 0  # lines longer than the ingest limit, of which only the head was kept
     nul_bytes: int = 0  # NUL bytes dropped from lines (a padded or pre-allocated file is read, not skipped)
     raw_tokens: int = 0

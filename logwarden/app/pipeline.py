@@ -24,8 +24,9 @@ Progress contract: `progress(name, n)` with the counters "lines", "bytes", "wind
 display can thus weigh the model's work, not only the lines read.
 
 Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations in
-flight and makes the run raise `RunStopped` at its next window or between review batches; `finish`
-then commits what was done; prompts not answered stay awaiting review.
+flight and makes the run raise `RunStopped` at its next window, between review batches, within the
+incidents' regrouping or between stories; `finish` then commits what was done and marks the run
+`stopped`; prompts not answered stay awaiting review.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from logwarden.app.postprocess import Provenance, assess_window, merge_records
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewStats, ReviewWorker, default_budget
 from logwarden.app.store import RecordFilter, Store, Transaction, WindowRow
 from logwarden.engine.api import Engine
-from logwarden.errors import RunStopped
+from logwarden.errors import RunStopped, StoreError
 from logwarden.prompts import system_prompt
 from logwarden.schemas.record import RiskRecord
 
@@ -171,6 +172,7 @@ class Pipeline:
         self.positions = Positions(store, resume=options.resume, node=options.node)
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
+        self._regroup_due = Span()  # what the watcher's commits stored and no regrouping has covered yet
         self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
         self._bursts: OrderedDict[str, RiskRecord] = OrderedDict()  # bursts' records as last stored, by id
         self._named: set[str] = set()  # real paths of the files `analyze` was given by name
@@ -206,9 +208,10 @@ class Pipeline:
                     self.analyze_file(item)
             self.review()
             self.group()
+            self._check_cancelled()  # a stop during the last stage is a stop, not a run that ended `ok`
             return self.finish()
         except RunStopped:
-            self.finish("aborted")
+            self.finish("stopped")
             raise
 
     def files(self, paths: Sequence[str | Path]) -> Iterator[Path | ErrorRow | Skipped]:
@@ -425,22 +428,46 @@ class Pipeline:
         if stats.records:  # the run's records by level and category again
             self.metrics.recount(self.store.query_records(RecordFilter(run_id=self.run_id), limit=1_000_000))
 
+    @property
+    def uncommitted(self) -> bool:
+        """A commit the store failed (down, locked) left its windows and positions waiting: `commit` again."""
+        return bool(self._buffer.windows or self._buffer.sources)
+
+    def commit(self) -> None:
+        """Write what waits (a batch whose commit the store failed): the watcher's retry."""
+        self._commit()
+
     def _commit(self) -> None:
         buffer, self._buffer = self._buffer, _Buffer()
-        with self.store.transaction() as tx:
-            refused = _write_windows(tx, buffer.windows)
-            if refused:
-                tx.add_errors([self._quarantine(write, why) for write, why in refused], run_id=self.run_id)
-            self.positions.write(tx, buffer.sources, self._detector_state)
-            self.baseline.flush(tx)
+        try:
+            with self.store.transaction() as tx:
+                refused = _write_windows(tx, buffer.windows)
+                if refused:
+                    tx.add_errors([self._quarantine(write, why) for write, why in refused], run_id=self.run_id)
+                self.positions.write(tx, buffer.sources, self._detector_state)
+                self.baseline.flush(tx)
+        except StoreError:  # rolled back whole: the same rows wait for the next commit, nothing is lost
+            self._buffer = buffer
+            raise
         self.metrics.deviations = self.baseline.deviations
         left_out = {id(write) for write, _ in refused}
         records = [r for write in buffer.windows if id(write) not in left_out for r in write.records]
         self._stored.add(records)
         if self.options.incremental and records:  # extend open incidents
-            self._group(_span_of(records))
+            self._regroup_due.add(records)
+            self._group_due()
         if self.on_stored is not None and records:
             self.on_stored(records)
+
+    def _group_due(self) -> None:
+        """The watcher's regrouping of what its commits stored; if the store fails it (the records are
+        committed), it is done with the next commit's."""
+        try:
+            self._group(self._regroup_due)
+        except StoreError as exc:
+            log.warning("the incidents were not regrouped (%s); the next batch's regrouping includes them", exc)
+            return
+        self._regroup_due = Span()
 
     def _quarantine(self, write: _WindowWrite, why: str) -> ErrorRow:
         """A window the database refused: its lines were read (its position and line hashes are
@@ -460,12 +487,13 @@ class Pipeline:
         """Regroup the incidents around what this run stored (or `around`); with a model, write the
         stories of the incidents that need one, within what the run's budget left."""
         self._commit()
+        log.info("regrouping the incidents around this run's %d record(s)", self.metrics.records)
         self._group(around if around is not None else self._stored)
 
     def _group(self, around: Span) -> None:
         if self.options.incidents is None or not around:
             return
-        regrouped = regroup(self.store, self.options.incidents, around=around)
+        regrouped = regroup(self.store, self.options.incidents, around=around, cancelled=self._cancel)
         self.metrics.incidents = len(regrouped.incidents)
         if self._stories_due():
             self._stories(regrouped.incidents)
@@ -516,12 +544,6 @@ def _write(tx: Transaction, writes: Sequence[_WindowWrite]) -> None:
     reviews = [item for write in writes for item in write.reviews]
     if reviews:
         tx.add_reviews(reviews)
-
-
-def _span_of(records: Sequence[RiskRecord]) -> Span:
-    span = Span()
-    span.add(records)
-    return span
 
 
 def _verdict(records: Sequence[RiskRecord]) -> str:

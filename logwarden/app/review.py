@@ -29,7 +29,7 @@ from logwarden.app.events import ErrorRow, Event, Signal
 from logwarden.app.mine import Window
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, group_signals, result_of, reviewed_burst
 from logwarden.engine.api import Engine, ModelUsage
-from logwarden.errors import InputError, LogwardenError, RunStopped
+from logwarden.errors import InputError, LogwardenError, RunStopped, StoreError
 from logwarden.prompts import PROMPT_VERSION
 from logwarden.schemas import risk_rank
 from logwarden.schemas.record import RiskRecord
@@ -335,14 +335,17 @@ class ReviewWorker:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            waiting = [ReviewItem.from_json(i) for i in self.store.pending_reviews(limit=self.batch)]
-            if not waiting:
-                self._stop.wait(self.IDLE_S)
-                continue
             try:
+                waiting = [ReviewItem.from_json(i) for i in self.store.pending_reviews(limit=self.batch)]
+                if not waiting:
+                    self._stop.wait(self.IDLE_S)
+                    continue
                 self.stats.append(self.make_reviewer().run(waiting))
             except RunStopped:  # the watcher is stopping: what was not answered stays pending
                 return
+            except StoreError as exc:  # the store is down or locked (the watcher says so): later
+                log.warning("the review waits for the store: %s", exc)
+                self._stop.wait(self.IDLE_S)
             except Exception:  # noqa: BLE001 - the watcher goes on; the items stay pending
-                log.exception("review of %d pending prompt(s) failed; they stay pending", len(waiting))
+                log.exception("review of pending prompts failed; they stay pending")
                 self._stop.wait(self.IDLE_S)

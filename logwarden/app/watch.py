@@ -13,7 +13,11 @@ followed its folder is tailed from its end (unless `from_start`); anything that 
 also while the watcher was down — is read from line 1.
 
 Also owns holding back an unterminated last line until it is completed or has been quiet for a
-while, batching lines by size and delay, and clean shutdown on SIGINT/SIGTERM (app/signals.py);
+while, batching lines by size and delay, clean shutdown on SIGINT/SIGTERM (app/signals.py), and
+outliving its store: while the store does not answer (a PostgreSQL restart, a SQLite lock held past
+the busy timeout) reading pauses where it is, the batch whose commit failed waits whole, the wait
+between tries grows to a few seconds, the outage is said on stderr and counted in the run's metrics,
+and following goes on once the store answers;
 a followed file's state and a bounded read of it are app/tails.py's. A batch's records
 and the source position after it are committed in one transaction by the pipeline, so a crash at
 any point loses nothing and duplicates nothing. watchdog events wake the loop early; a periodic
@@ -52,10 +56,11 @@ from logwarden.app.signals import stop_signals
 from logwarden.app.sources import Kept, holds_what_was_read, kept_part, resume_by_content
 from logwarden.app.store import SourceState
 from logwarden.app.tails import READ_BATCHES, FileId, Look, Tail, end_of, stat_of, take
-from logwarden.errors import InputError, RunStopped
+from logwarden.errors import InputError, RunStopped, StoreError
 
 log = logging.getLogger(__name__)
 SCAN_INTERVAL_S = 1.0
+OUTAGE_WAIT_S, OUTAGE_WAIT_MAX_S = 0.5, 8.0  # the first wait for a store that does not answer, and the longest
 
 
 @dataclass(slots=True)
@@ -65,6 +70,7 @@ class WatchStats:
     errors: int = 0
     started: float = field(default_factory=time.monotonic)
     last_record: str = ""
+    stopped: bool = False  # ended by a stop (a signal, `stop()`), not by `max_seconds`
 
     def line(self, queue: int) -> str:
         rate = self.lines / max(time.monotonic() - self.started, 1e-9)
@@ -112,6 +118,9 @@ class Watcher:
         self._present_at_start: list[Tail] = []
         self._settling: dict[FileId, tuple[Look, float]] = {}  # files not identified yet: last look, since
         self._refused: set[str] = set()  # entries reported as not readable (special or pseudo files)
+        self._unsaved: tuple | None = None  # (tail, batch, …) analysed but not committed: the store failed
+        self._outage_since: float | None = None  # when the store stopped answering (None: it answers)
+        self._outage_wait = OUTAGE_WAIT_S
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -131,29 +140,69 @@ class Watcher:
         observer.start()
         deadline = time.monotonic() + max_seconds if max_seconds else None
         worker = self.pipeline.review_worker()  # the model reviews beside the watcher, never in its way
+        status = "failed"  # unless following ends as asked
         try:
             with stop_signals(self.stop):
                 self._follow(deadline)
+            status = "stopped"
+            self.stats.stopped = self._stop.is_set()
         finally:
             observer.stop()
             observer.join(timeout=5)
             for stats in worker.stop() if worker else ():
                 self.pipeline.account(stats)
-            self.pipeline.finish("stopped")
+            self._finish(status)
         return self.stats
 
+    def _finish(self, status: str) -> None:
+        """The run's end, as it was; a store that does not answer leaves it `running`, which the next
+        start on this host marks `aborted` (its process is gone)."""
+        try:
+            self.pipeline.finish(status)
+        except StoreError as exc:
+            log.warning("the run could not be marked %s: %s", status, exc)
+            if status == "stopped":
+                raise
+
     def _follow(self, deadline: float | None) -> None:
-        """Poll until stopped, then read what is there (rules-only; a stop cancels model work)."""
+        """Poll until stopped, then read what is there (rules-only; a stop cancels model work); while
+        the store is unreachable, wait for it (`_outage`)."""
         try:
             while not self._stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                self.poll()
-                self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
-                self._wake.clear()
-            if self._stop.is_set() and self.pipeline.cancelled:
+                if self._store_answers():
+                    self._wake.wait(min(SCAN_INTERVAL_S, self.max_delay_s))
+                    self._wake.clear()
+            if self._stop.is_set() and (self.pipeline.cancelled or self._outage_since is not None):
                 return
             self.poll(final=True)
         except RunStopped:
             log.info("stopped during model work; the batch in flight is read again next time")
+
+    def _store_answers(self) -> bool:
+        """One poll, after the batch a failed commit left (it is committed first, as it was: nothing
+        is read again nor dropped). False while the store does not answer: the wait before the next
+        try doubles up to OUTAGE_WAIT_MAX_S, reading stops where it is (memory stays bounded)."""
+        try:
+            if self._unsaved is not None:
+                self._save(*self._unsaved)
+            self.poll()
+        except StoreError as exc:
+            self._outage(exc)
+            return False
+        if self._outage_since is not None:
+            waited = time.monotonic() - self._outage_since
+            self.pipeline.metrics.store_outage_s += waited
+            log.warning("the store answers again after %.1f s; following goes on", waited)
+            self._outage_since, self._outage_wait = None, OUTAGE_WAIT_S
+        return True
+
+    def _outage(self, exc: StoreError) -> None:
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            self.pipeline.metrics.store_outages += 1
+            log.warning("the store does not answer (%s); reading is paused where it is, trying again", exc)
+        self._stop.wait(self._outage_wait)  # a stop ends the wait
+        self._outage_wait = min(self._outage_wait * 2, OUTAGE_WAIT_MAX_S)
 
     def poll(self, *, final: bool = False) -> None:
         """One pass: discover files, read what was appended, analyse the batches that are due."""
@@ -359,8 +408,22 @@ class Watcher:
     def _analyse(self, tail: Tail) -> None:
         batch = tail.batch()
         before, refused = self.pipeline.metrics.records, self.pipeline.metrics.windows_quarantined
-        tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode, generation=tail.generation,
-                                         fmt=tail.fmt) or tail.fmt
+        try:
+            tail.fmt = self.pipeline.process(batch, source=tail.source, inode=tail.inode,
+                                             generation=tail.generation, fmt=tail.fmt) or tail.fmt
+        except StoreError:
+            if self.pipeline.uncommitted:  # analysed, not committed: only its commit is tried again
+                self._unsaved = (tail, batch, before, refused)
+            raise
+        self._analysed(tail, batch, before, refused)
+
+    def _save(self, tail: Tail, batch, before: int, refused: int) -> None:
+        """The commit the store failed, again; then the batch is done."""
+        self.pipeline.commit()
+        self._unsaved = None
+        self._analysed(tail, batch, before, refused)
+
+    def _analysed(self, tail: Tail, batch, before: int, refused: int) -> None:
         tail.analysed(batch)
         self._known[tail.key] = tail.state()
         self.stats.lines += len(batch)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -30,8 +32,24 @@ LEVEL_STYLES = {"critical": "bold white on red", "high": "bold red", "medium": "
                 "info": "dim"}
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM where no stage takes it as a request (`stop_now`): the command ends where
+    it is. A BaseException, as KeyboardInterrupt is, so that no `except Exception` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def stop_now(signum: int, _frame=None) -> None:
+    """The CLI's handler of SIGINT and SIGTERM outside a stop request: raise `Stopped` where the main
+    thread is (a read, an export, start-up); `handle_errors` makes it 128 + the signal, no traceback."""
+    raise Stopped(signum)
+
+
 def handle_errors(func: Callable) -> Callable:
-    """Turn domain errors into a one-line message and the error's exit code."""
+    """Turn domain errors into a one-line message and the error's exit code, and a signal that
+    ended a command (`Stopped`) into 128 + its number."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -40,8 +58,16 @@ def handle_errors(func: Callable) -> Callable:
         except LogwardenError as exc:
             err_console.print(f"[bold red]error:[/] {escape(shown_block(exc))}", highlight=False)
             sys.exit(exc.exit_code)
+        except Stopped as stop:
+            AtomicFile.discard_all()
+            err_console.print(f"stopped by {signal_name(stop.signum)}", highlight=False, markup=False)
+            sys.exit(128 + stop.signum)
 
     return wrapper
+
+
+def signal_name(signum: int | None) -> str:
+    return signal.Signals(signum).name if signum else "a stop"
 
 
 def db_option(func: Callable) -> Callable:
@@ -178,13 +204,22 @@ def open_for_writing(path: str) -> AtomicFile:
 
 
 class AtomicFile:
-    """A temporary file in the target's folder that becomes the target on `commit` (or vanishes)."""
+    """A temporary file in the target's folder that becomes the target on `commit` (or vanishes,
+    also when a signal ends the command before it is written: `discard_all`)."""
+
+    _open: set[AtomicFile] = set()
 
     def __init__(self, target: Path):
         self.name = str(target)
         self.target = target
         self.handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.parent, delete=False,
                                                   prefix=f".{target.name}.", suffix=".tmp")
+        AtomicFile._open.add(self)
+
+    @classmethod
+    def discard_all(cls) -> None:
+        for file in list(cls._open):
+            file.discard()
 
     def write(self, text: str) -> None:
         self.handle.write(text)
@@ -196,8 +231,10 @@ class AtomicFile:
         mode = self.target.stat().st_mode & 0o777 if self.target.exists() else 0o666 & ~_umask()
         os.chmod(self.handle.name, mode)
         os.replace(self.handle.name, self.target)
+        AtomicFile._open.discard(self)
 
     def discard(self) -> None:
+        AtomicFile._open.discard(self)
         try:
             self.handle.close()  # flushing what is buffered may fail again (the disk is still full)
         except OSError:
@@ -275,9 +312,40 @@ class StopRequest:
 
     def _on_signal(self, signum: int) -> None:
         if self.signum is not None:
+            AtomicFile.discard_all()
             exit_at_once(128 + signum)  # asked twice: no more waiting for anything
         self.signum = signum
         self.on_stop()
+
+
+def load_engine(options: EngineOptions):
+    """`open_engine` in a thread of its own, so that a signal during the load (llama.cpp's load and
+    its prefix's prefill are long calls into C, where Python runs no handler) ends the command at
+    once with 128 + its number: nothing of a run exists yet, and the half-loaded model is not torn
+    down under the loader (`exit_at_once`)."""
+    from logwarden.app.backends import open_engine
+
+    outcome: dict = {}
+
+    def load() -> None:
+        try:
+            outcome["engine"] = open_engine(options)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread as it is
+            outcome["error"] = exc
+
+    loader = threading.Thread(target=load, name="logwarden-load", daemon=True)
+    loader.start()
+    try:
+        while loader.is_alive():
+            loader.join(0.1)
+    except Stopped as stop:
+        err_console.print(f"stopped by {signal_name(stop.signum)} while loading the model", highlight=False,
+                          markup=False)
+        AtomicFile.discard_all()
+        exit_at_once(128 + stop.signum)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["engine"]
 
 
 def exit_at_once(code: int) -> None:

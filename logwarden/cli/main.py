@@ -7,8 +7,10 @@ Each command lives in `cli/commands/`.
 
 stderr carries logwarden's own messages only: what the libraries under it say (transformers'
 FutureWarnings and "Loading weights" bars, bitsandbytes' kernel notices, …) is debug output,
-shown with -vv. SIGTERM exits like Ctrl-C, so a run in progress is marked `aborted`, not left
-`running`.
+shown with -vv. SIGINT and SIGTERM end a command with 128 + the signal and no traceback
+(`cli_common.stop_now`) wherever no stage takes them as a request to stop (`StopRequest`:
+`analyze`, `incidents group`; `watch` has its own), so a run in progress is marked `aborted`, not
+left `running`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import click
 from logwarden import __version__
 from logwarden.app.config import CONFIG_VARIABLE, get_settings
 from logwarden.cli.commands import COMMANDS
+from logwarden.cli.common import stop_now
 from logwarden.cli.terminal import log_filter
 
 THIRD_PARTY_LOGGERS = ("transformers", "torch", "accelerate", "peft", "bitsandbytes", "xgrammar", "huggingface_hub",
@@ -45,8 +48,9 @@ def main(verbose: int, config_path: str | None) -> None:
         os.environ[CONFIG_VARIABLE] = os.path.abspath(config_path)
         get_settings.cache_clear()
     tune_gc()
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(signum) is default:
+            signal.signal(signum, stop_now)
 
 
 def tune_gc() -> None:
@@ -85,10 +89,6 @@ def _quiet_transformers() -> None:
     if module is not None:
         module.set_verbosity_error()
         module.disable_progress_bar()
-
-
-def _exit_on_sigterm(signum, _frame) -> None:
-    raise SystemExit(128 + signum)
 
 
 for _command in COMMANDS:

@@ -3,7 +3,7 @@
 The engine is a stand-in that holds every batch until it is cancelled (the real llama.cpp engine's
 cancellation has its own test in tests/engine/test_engine_llamacpp_model.py); what is under test is
 the pipeline around it: `cancel()` ends the wait, what was read is committed, the prompts not
-answered wait for review (the next `--resume` answers them), the run is `aborted`."""
+answered wait for review (the next `--resume` answers them), the run is `stopped`."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_cancel_during_generation_commits_what_was_done_and_leaves_the_rest_for_
     pipeline.cancel()
     worker.join(WAIT_S)
     assert not worker.is_alive() and "stopped" in outcome  # the held batch did not have to finish
-    assert store.list_runs()[0].status == "aborted"
+    assert store.list_runs()[0].status == "stopped"
     # what the rules made was stored as the lines were read; no cancelled answer became a record
     ingested = store.query_records(RecordFilter(run_id=pipeline.run_id), limit=100)
     assert ingested and all(r.decided_by == "rules" for r in ingested)
@@ -69,7 +69,7 @@ def test_cancel_rules_only_stops_at_the_next_window(logs):
     pipeline.cancel()
     with pytest.raises(RunStopped):
         pipeline.analyze([path])
-    assert pipeline.store.list_runs()[0].status == "aborted"
+    assert pipeline.store.list_runs()[0].status == "stopped"
 
 
 def test_progress_reports_prompts_queued_and_done_and_tokens(logs):

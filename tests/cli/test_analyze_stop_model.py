@@ -1,5 +1,5 @@
 """A stop during real model work (issue 31, item 9): SIGTERM to `analyze` while llama.cpp is
-generating cancels the generations in flight, keeps what was committed, marks the run `aborted`
+generating cancels the generations in flight, keeps what was committed, marks the run `stopped`
 and exits 143 within 5 seconds — no traceback, no "Exception ignored", no crash. (Before, the
 process waited minutes for the in-flight answers, and a second SIGTERM ended in a segfault.)
 
@@ -49,4 +49,4 @@ def test_sigterm_during_generation_stops_within_5_seconds_cleanly(tmp_path):
         assert bad not in stderr, stderr
     assert "stopped by SIGTERM" in stderr
     run = open_store(db).list_runs()[0]
-    assert run.status == "aborted" and run.finished_at is not None
+    assert run.status == "stopped" and run.finished_at is not None

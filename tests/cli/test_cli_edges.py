@@ -196,7 +196,7 @@ def _started(store, n: int) -> None:
         time.sleep(0.05)
 
 
-def test_a_killed_run_is_aborted_by_the_next_start_and_a_terminated_one_aborts_itself(tmp_path, db):
+def test_a_killed_run_is_aborted_by_the_next_start_and_a_terminated_one_is_stopped(tmp_path, db):
     folder = tmp_path / "logs"
     folder.mkdir()
     append(folder / "auth.log", 0, 10)
@@ -216,7 +216,7 @@ def test_a_killed_run_is_aborted_by_the_next_start_and_a_terminated_one_aborts_i
     assert [r.status for r in store.list_runs()] == ["running", "aborted"]  # the killed watcher's run
     analyze.send_signal(signal.SIGTERM)
     assert analyze.wait(timeout=60) == 128 + signal.SIGTERM
-    assert [r.status for r in store.list_runs()] == ["aborted", "aborted"]
+    assert [r.status for r in store.list_runs()] == ["stopped", "aborted"]  # the analyze run, stopped by SIGTERM
 
 
 # -- long lines ----------------------------------------------------------------------------------------

@@ -325,6 +325,13 @@ class Baseline:
         """Merge what was learned since the last flush into the stored rows (in `tx`); the merged
         rows become this run's view. Returns the rows written."""
         deltas = self.take_deltas()
+        try:
+            return self._merge(tx, deltas)
+        except BaseException:  # the transaction is rolled back: what was learned waits for the next flush
+            self._delta = {**deltas, **self._delta}
+            raise
+
+    def _merge(self, tx, deltas: dict[tuple[str, str, str], Any]) -> int:
         by_scope: dict[tuple[str, str], dict[str, Any]] = {}
         for (kind, scope, key), delta in deltas.items():
             by_scope.setdefault((kind, scope), {})[key] = delta

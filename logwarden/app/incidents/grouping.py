@@ -15,7 +15,7 @@ store or the model; its defaults are `Settings`' (app/config.py).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,13 +45,16 @@ class Group:
     busy: set[str] = field(default_factory=set)  # values that were seen but too busy to link
 
 
-def group_records(records: Sequence[RiskRecord], policy: GroupingPolicy) -> list[Group]:
-    """Connected components of the records under `policy`; records without a time are alone."""
+def group_records(records: Sequence[RiskRecord], policy: GroupingPolicy, *,
+                  check: Callable[[], None] = lambda: None) -> list[Group]:
+    """Connected components of the records under `policy`; records without a time are alone.
+    `check` is called between chains (a stop request raises there)."""
     timed = sorted((r for r in records if _start(r) is not None), key=lambda r: (_start(r), r.id))
     links = _UnionFind([r.id for r in records])
     linked_by: dict[str, set[str]] = defaultdict(set)
     busy: dict[str, set[str]] = defaultdict(set)
     for pivot, chain in _chains(timed, policy):
+        check()
         label = f"{pivot[0]}={pivot[1]}"
         if _is_busy(pivot, chain, policy):
             for r in chain:

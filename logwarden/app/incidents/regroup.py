@@ -12,6 +12,8 @@ Knows nothing of the CLI, the UI or the model (stories are story.py's).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,10 +25,11 @@ from logwarden.app.incidents.pivots import PIVOT_KINDS
 from logwarden.app.incidents.rollup import build_incident
 from logwarden.app.store import RecordFilter, Store
 from logwarden.app.store.tables import to_utc
-from logwarden.errors import ConfigError
+from logwarden.errors import ConfigError, RunStopped
 from logwarden.schemas import RiskRecord, risk_rank
 from logwarden.schemas.incident import Incident
 
+log = logging.getLogger(__name__)
 ALL = 10**9
 WIDEN_ROUNDS = 8
 STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented", "rejected")
@@ -88,23 +91,50 @@ class Span:
         return self.low is not None or bool(self.untimed)
 
 
-def regroup(store: Store, options: IncidentOptions, *, around: Span | None = None) -> Regrouped:
-    """Group the records around `around` (None: the whole store) and store the incidents."""
+def regroup(store: Store, options: IncidentOptions, *, around: Span | None = None,
+            cancelled: threading.Event | None = None) -> Regrouped:
+    """Group the records around `around` (None: the whole store) and store the incidents. Once
+    `cancelled` is set (a stop), it raises `RunStopped` between its steps and within its loops:
+    the incidents stay as they were (they are written in one transaction, last)."""
+    stop = _Stop(cancelled)
     with store.incidents.grouping_lock():
-        return _regroup(store, options, around)
+        return _regroup(store, options, around, stop)
 
 
-def _regroup(store: Store, options: IncidentOptions, around: Span | None) -> Regrouped:
+def _regroup(store: Store, options: IncidentOptions, around: Span | None, stop: _Stop) -> Regrouped:
     scope = _whole_store(store, options) if around is None else _scope(store, options, around)
+    log.info("grouping %d record(s) into incidents", len(scope))
+    stop.check()
     by_id = {r.id: r for r in scope}
-    incidents = [build_incident(g, by_id) for g in group_records(scope, options.policy)] if scope else []
+    groups = group_records(scope, options.policy, check=stop.check) if scope else []
+    incidents = [build_incident(g, by_id) for g in stop.each(groups)]
     old = _old_incidents(store, around, scope)
     carry = _Reviews(old)
-    for incident in incidents:
+    for incident in stop.each(incidents):
         carry.over(incident)
     removed = sorted(set(old) - {i.id for i in incidents})
+    stop.check()
     store.incidents.replace(old=sorted(old), incidents=incidents)
     return Regrouped(incidents, removed)
+
+
+class _Stop:
+    """A regrouping's look at the stop request: `check` raises `RunStopped` once it is set."""
+
+    EVERY = 256  # items between two looks in a loop (a look is cheap; a group of 20k records is not)
+
+    def __init__(self, cancelled: threading.Event | None) -> None:
+        self.cancelled = cancelled
+
+    def check(self) -> None:
+        if self.cancelled is not None and self.cancelled.is_set():
+            raise RunStopped("stopped: the incidents were not regrouped; the next run or `incidents group` does it")
+
+    def each(self, items: Sequence):
+        for n, item in enumerate(items):
+            if n % self.EVERY == 0:
+                self.check()
+            yield item
 
 
 def _whole_store(store: Store, options: IncidentOptions) -> list[RiskRecord]:

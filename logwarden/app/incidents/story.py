@@ -179,6 +179,7 @@ class StoryWriter:
     def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> bool:
         """Ask for a batch of stories; False when the engine failed (no more are asked this run)."""
         prepared = [(i, *story_request(self.store.incidents.members(i.id))) for i in incidents]
+        log.info("asking the model for %d incident story(ies)", len(prepared))
         started = time.perf_counter()
         try:
             answers = self.engine.generate([p[1] for p in prepared], max_new_tokens=self.max_new_tokens)

@@ -1,9 +1,10 @@
 """`logwarden analyze PATH...`: batch analysis of files and folders.
 
-SIGINT/SIGTERM stop a run cleanly: the model's generations in flight are cancelled, what was
-finished is committed, the run is marked `aborted`, and the process exits within seconds with
-128 + the signal's number and no traceback (`--resume` goes on from there). A second signal
-exits at once.
+SIGINT/SIGTERM stop a run cleanly in every stage (reading, the model's review, the incidents'
+regrouping and stories; during the model's load, before the run exists, the command ends at once):
+the model's generations in flight are cancelled, what was finished is committed, the run is marked
+`stopped`, and the process exits within seconds with 128 + the signal's number and no traceback
+(`--resume` goes on from there). A second signal exits at once.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from logwarden.cli.common import (
     exit_at_once,
     handle_errors,
     json_option,
+    load_engine,
     make_engine_options,
     model_options,
     open_for_writing,
     open_store_from,
     print_json,
     sigma_option,
+    signal_name,
     write_lines,
 )
 from logwarden.cli.progress import RunProgress
@@ -90,18 +93,21 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_
     store = open_store_from(db_url)
     engine = None
     if not rules_only:
-        from logwarden.app.backends import open_engine
-
         err_console.print("loading model …", highlight=False)
-        engine = open_engine(engine_opts)
+        engine = load_engine(engine_opts)
         if throughput:
             options = throughput_options(options, engine)
     progress = RunProgress(paths, err_console, model=engine is not None)
-    pipeline = Pipeline(store, engine, options, progress=progress.update, command="analyze " + " ".join(map(str, paths)))
-    stop = StopRequest(pipeline.cancel)
+    pipeline: Pipeline | None = None
+    stop = StopRequest(lambda: pipeline.cancel() if pipeline is not None else None)
     try:
-        with progress, stop.installed():
-            metrics = pipeline.analyze(paths)
+        with stop.installed():  # before the run exists: a stop as it is made stops it too
+            pipeline = Pipeline(store, engine, options, progress=progress.update,
+                                command="analyze " + " ".join(map(str, paths)))
+            if stop.signum is not None:
+                pipeline.cancel()
+            with progress:
+                metrics = pipeline.analyze(paths)
     except RunStopped:
         _stopped(pipeline, store, db_url, stop.signum, model=engine is not None)
     run_records = _run_records(store, pipeline.run_id)
@@ -117,9 +123,10 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_
 
 def _stopped(pipeline: Pipeline, store, db_url: str, signum: int | None, *, model: bool) -> None:
     """Say what was kept and exit 128 + the signal (with a model loaded, at once: `exit_at_once`)."""
-    kept = len(_run_records(store, pipeline.run_id))
-    name = signal.Signals(signum).name if signum else "a stop"
-    err_console.print(f"stopped by {name}: {kept} record(s) of this run kept, the run is marked aborted; "
+    from logwarden.app.store import RecordFilter
+
+    kept = store.count_records(RecordFilter(run_id=pipeline.run_id))  # counted: reading 100k rows takes seconds
+    err_console.print(f"stopped by {signal_name(signum)}: {kept} record(s) of this run kept, the run is marked stopped; "
                       f"`logwarden analyze --resume …` goes on from there. Database: {db_url}",
                       highlight=False, markup=False)
     code = 128 + (signum or signal.SIGINT)

@@ -32,6 +32,7 @@ from logwarden.cli.common import (
     err_console,
     handle_errors,
     json_option,
+    load_engine,
     make_engine_options,
     model_options,
     print_json,
@@ -104,10 +105,8 @@ def _runs(units, labels_dir: Path, targets: list[Path], history: list[Path], rul
         options.max_prompts_per_window = max_prompts_per_window or None
     runs = [run_eval(units, labels_dir, targets, name="rules-only", options=options, history=history)]
     if not rules_only:
-        from logwarden.app.backends import open_engine
-
         err_console.print("loading model …", highlight=False)
-        engine = open_engine(engine_opts)
+        engine = load_engine(engine_opts)
         name = f"rules+{engine.model_name}" + (f"+{Path(engine.adapter_name).name}" if engine.adapter_name else "")
         runs.append(run_eval(units, labels_dir, targets, engine=engine, name=name, options=options,
                              history=history))

@@ -8,24 +8,30 @@ store (analyze and watch group what they store on their own) and, with a model, 
 from __future__ import annotations
 
 import sys
+import threading
 
 import click
 
 from logwarden.app.config import get_settings
 from logwarden.cli.common import (
     LEVEL_STYLES,
+    StopRequest,
     db_option,
     err_console,
+    exit_at_once,
     handle_errors,
     json_option,
+    load_engine,
     make_engine_options,
     model_options,
     open_store_from,
     out_console,
     parse_time,
     print_json,
+    signal_name,
 )
 from logwarden.cli.terminal import shown, shown_block
+from logwarden.errors import RunStopped
 from logwarden.schemas import RISK_LEVELS
 from logwarden.schemas.incident import Incident
 from logwarden.schemas.record import STATUSES
@@ -166,27 +172,45 @@ def _login() -> str | None:
 @json_option
 @handle_errors
 def group_incidents(rules_only, llm_budget, db_url, as_json, **engine_kw):
-    """Regroup every stored record into incidents (idempotent); with a model, write the missing stories."""
+    """Regroup every stored record into incidents (idempotent); with a model, write the missing stories.
+    SIGINT/SIGTERM stop it within seconds (128 + the signal): a regrouping not finished leaves the
+    incidents as they were, the stories written so far are kept."""
     from logwarden.app.incidents import IncidentOptions, regroup
 
     store = open_store_from(db_url, create=False)
     options = IncidentOptions.from_settings(get_settings())
-    regrouped = regroup(store, options)
-    report = {"incidents": len(regrouped.incidents), "removed": len(regrouped.removed)}
-    if not rules_only:
-        report.update(_stories(store, regrouped.incidents, options, llm_budget, engine_kw))
+    engine = None if rules_only else load_engine(make_engine_options(engine_kw))
+    cancelled = threading.Event()
+    stop = StopRequest(lambda: _cancel(cancelled, engine))
+    try:
+        with stop.installed():
+            regrouped = regroup(store, options, cancelled=cancelled)
+            report = {"incidents": len(regrouped.incidents), "removed": len(regrouped.removed)}
+            if engine is not None:
+                report.update(_stories(store, engine, regrouped.incidents, options, llm_budget, cancelled))
+    except RunStopped:
+        pass
+    if stop.signum is not None:
+        err_console.print(f"stopped by {signal_name(stop.signum)}", highlight=False, markup=False)
+        if engine is not None:
+            exit_at_once(128 + stop.signum)
+        sys.exit(128 + stop.signum)
     if as_json:
         print_json(report)
         return
     err_console.print(", ".join(f"{k}: {v}" for k, v in report.items()), highlight=False)
 
 
-def _stories(store, incidents_found, options, llm_budget, engine_kw) -> dict:
-    from logwarden.app.backends import open_engine
+def _cancel(cancelled: threading.Event, engine) -> None:
+    cancelled.set()
+    if engine is not None:
+        engine.cancel()
+
+
+def _stories(store, engine, incidents_found, options, llm_budget, cancelled: threading.Event) -> dict:
     from logwarden.app.incidents.story import write_stories
 
     settings = get_settings()
-    engine = open_engine(make_engine_options(engine_kw))
     stats = write_stories(store, engine, incidents_found, llm_budget=llm_budget or settings.llm_budget,
-                          limit=options.stories, max_new_tokens=options.story_tokens)
+                          limit=options.stories, max_new_tokens=options.story_tokens, cancelled=cancelled)
     return {f"stories_{name}": value for name, value in stats.as_dict().items()}

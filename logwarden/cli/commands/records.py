@@ -23,6 +23,7 @@ from logwarden.cli.common import (
     err_console,
     handle_errors,
     json_option,
+    load_engine,
     make_engine_options,
     model_options,
     open_store_from,
@@ -228,7 +229,6 @@ def _echo_shown(text: str) -> None:
 def explain_record(record_id, db_url, as_json, **engine_kw):
     """The model's narrative of one record, streamed: its evidence lines through triage's digest,
     grammar and grounding (rules' records carry their rule's own text; this asks the model)."""
-    from logwarden.app.backends import open_engine
     from logwarden.app.explain import explain
 
     store = open_store_from(db_url)
@@ -236,7 +236,7 @@ def explain_record(record_id, db_url, as_json, **engine_kw):
     if record is None:
         click.echo(f"no record with id {record_id!r}", err=True)
         sys.exit(1)
-    engine = open_engine(make_engine_options(engine_kw))
+    engine = load_engine(make_engine_options(engine_kw))
     options = RunOptions.from_settings(get_settings())
     explanation = explain(record, engine, options)
     out = sys.stderr if as_json else sys.stdout

@@ -17,6 +17,7 @@ from logwarden.cli.common import (
     exit_at_once,
     handle_errors,
     json_option,
+    load_engine,
     make_engine_options,
     model_options,
     open_store_from,
@@ -47,9 +48,7 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
                                        sigma=sigma_paths)
     engine = None
     if not rules_only:
-        from logwarden.app.backends import open_engine
-
-        engine = open_engine(engine_opts)
+        engine = load_engine(engine_opts)
     assessment = assess(snippet, options, engine)
     if assessment.stream is not None:
         _print_stream(assessment.stream, out=sys.stderr if as_json else sys.stdout, engine=engine)

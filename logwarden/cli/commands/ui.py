@@ -21,7 +21,7 @@ import click
 from rich.markup import escape
 
 from logwarden.app.config import get_settings
-from logwarden.cli.common import db_option, err_console, handle_errors, open_store_from
+from logwarden.cli.common import Stopped, db_option, err_console, handle_errors, open_store_from
 from logwarden.errors import ConfigError
 from logwarden.ui import TOKEN_VARIABLE
 
@@ -88,7 +88,7 @@ def _run(command: list[str], env: dict[str, str]) -> int:
         while True:
             try:
                 return process.wait()
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, Stopped):
                 continue  # Streamlit got the same Ctrl-C (same process group) and is shutting down
     finally:
         signal.signal(signal.SIGTERM, previous)

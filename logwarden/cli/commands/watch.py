@@ -12,7 +12,9 @@ from logwarden.cli.common import (
     baseline_option,
     db_option,
     err_console,
+    exit_at_once,
     handle_errors,
+    load_engine,
     make_engine_options,
     model_options,
     open_store_from,
@@ -43,16 +45,15 @@ from logwarden.cli.terminal import shown
 @handle_errors
 def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_seconds, llm_policy, llm_budget, node,
           follow_links, quiet, sigma_paths, baseline_mode, db_url, **engine_kw):
-    """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly).
+    """Tail growing logs in FOLDERS; new lines are analysed and stored (SIGINT/SIGTERM stop cleanly,
+    within seconds, also during the model's work: the run is marked stopped and the exit code is 0).
     Each new high or critical record is printed on stdout as one line as it is stored."""
     from logwarden.app.follow import WatchOptions, follow
 
     engine_opts = make_engine_options(engine_kw)
     engine = None
     if not rules_only:
-        from logwarden.app.backends import open_engine
-
-        engine = open_engine(engine_opts)
+        engine = load_engine(engine_opts)
     options = WatchOptions.from_settings(get_settings(), batch_lines=batch_lines, max_delay_ms=max_delay_ms,
                                          from_start=from_start, rules_only=rules_only,
                                          max_batch=engine_opts.max_batch, node=node, sigma=sigma_paths,
@@ -63,6 +64,8 @@ def watch(folders, rules_only, max_delay_ms, batch_lines, from_start, max_second
                    on_started=None if quiet else functools.partial(_print_watching, folders))
     if not quiet:
         err_console.print(f"\nstopped: {shown(stats.line(0))}", highlight=False, markup=False)
+    if engine is not None and stats.stopped:  # the run is finished: no waiting at exit for a prefill a stop cancelled
+        exit_at_once(0)
 
 
 def _print_watching(folders) -> None:
