@@ -25,6 +25,7 @@ pytestmark = pytest.mark.timeout(1200)
 ROOT = REPO
 SAMPLE_FILES = ("auth.log", "windows_security.jsonl")
 EVIDENCE = re.compile(r'"evidence": \[([^\]]*)')
+WRITTEN_ID = re.compile(r'"([^"]+)"')  # a quoted item, both quotes written
 
 
 def run(*args: str, shared: Path | None = None) -> str:
@@ -124,7 +125,8 @@ def test_the_job_trains_and_answers_every_recorded_prompt_under_its_own_grammar(
         for row in rows:
             if row["user"] in schemas:
                 admitted = set(schema_refs(schemas[row["user"]]))
-                written = {i.strip(' "') for items in EVIDENCE.findall(row["text"]) for i in items.split(",") if i.strip(' "')}
+                # ids written whole: an answer cut at the token cap can end inside one (`"L7` of "L74")
+                written = set(WRITTEN_ID.findall(" ".join(EVIDENCE.findall(row["text"]))))
                 assert written <= admitted, (written, admitted)
 
 
