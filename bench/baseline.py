@@ -88,7 +88,8 @@ def parse_only(path: Path) -> float:
 
 def main() -> int:
     from logwarden.app.baseline.learn import learn_paths
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
     from logwarden.cli.main import tune_gc
 

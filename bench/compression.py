@@ -74,7 +74,8 @@ def naive(lines: list[str], counter: PromptCounter, system_tokens: int) -> dict:
 
 
 def logwarden_run(files: list[Path], counter: PromptCounter) -> dict:
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:

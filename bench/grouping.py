@@ -76,7 +76,8 @@ def seed(db: Path, n: int) -> None:
 
 def worker(db: Path) -> None:
     """One arm: regroup the whole span twice; prints seconds, peak RSS and the incidents' digest."""
-    from logwarden.app.incidents import IncidentOptions, Span, regroup
+    from logwarden.app.incidents import IncidentOptions
+    from logwarden.app.incidents.regroup import Span, regroup
     from logwarden.app.store import RecordFilter, open_store
 
     with open_store(f"sqlite:///{db}") as store:

@@ -32,7 +32,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from logwarden.app.pipeline import Pipeline, RunOptions  # noqa: E402
+from logwarden.app.pipeline import Pipeline  # noqa: E402
+from logwarden.app.run_options import RunOptions  # noqa: E402
 from logwarden.app.store import open_store  # noqa: E402
 from logwarden.schemas import risk_rank  # noqa: E402
 
@@ -154,7 +155,8 @@ def synthetic(n: int, folder: Path) -> dict:
     import random
     from datetime import datetime, timedelta, timezone
 
-    from logwarden.app.incidents import IncidentOptions, regroup
+    from logwarden.app.incidents import IncidentOptions
+    from logwarden.app.incidents.regroup import regroup
     from logwarden.schemas import Indicators, RiskRecord, record_id
 
     rng, start = random.Random(7), datetime(2026, 1, 1, tzinfo=timezone.utc)

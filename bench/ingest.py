@@ -85,7 +85,8 @@ def _child(files: list[Path], mode: str, profile: bool, tree: str) -> tuple[dict
 
 def pipeline(files: list[Path], db_dir: Path, profile: bool, mode: str = "judge") -> tuple[dict, float, float, str]:
     from logwarden.app.config import get_settings
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
 
     store = open_store(f"sqlite:///{db_dir / 'bench.db'}")

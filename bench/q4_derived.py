@@ -100,7 +100,7 @@ def _held_out_files() -> list[str]:
 def _file_prompts(file: str, count_tokens):
     """Every prompt `analyze` sends for the file (each rare line shown), with the labels' truth; parts
     the labels cannot judge (a recording-level attack seen in a later part) are left out."""
-    from logwarden.app.pipeline import RunOptions
+    from logwarden.app.run_options import RunOptions
     from logwarden.engine.api import Request
     from logwarden.prompts import system_prompt, user_prompt
     from logwarden.train.realdata import _Labels, cut, load_units, part_truths, realdata_dir

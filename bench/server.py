@@ -28,7 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from logwarden.app.pipeline import Pipeline, RunOptions  # noqa: E402
+from logwarden.app.pipeline import Pipeline  # noqa: E402
+from logwarden.app.run_options import RunOptions  # noqa: E402
 from logwarden.app.store import open_store  # noqa: E402
 from logwarden.engine.api import Engine  # noqa: E402
 

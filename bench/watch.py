@@ -34,7 +34,8 @@ def source_lines(n: int) -> list[str]:
 
 
 def pipeline(url: str, engine=None, *, batch: bool = False):
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
 
     options = RunOptions(rules_only=engine is None, commit_every_windows=64 if batch else None,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from _store_helpers import BASE_TS, make_record
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import Store, open_store
 from logwarden.schemas import Evidence, ExemplarLine, Indicators, RiskRecord, Technique
 
@@ -38,13 +39,32 @@ ACCESS_LOG = """\
 198.51.100.23 - - [29/Nov/2026:11:01:14 +0000] "GET /../../etc/passwd HTTP/1.1" 404 162 "-" "sqlmap/1.7.2#stable (https://sqlmap.org)"
 192.0.2.10 - - [29/Nov/2026:11:02:00 +0000] "GET /index.html HTTP/1.1" 200 1043 "-" "Mozilla/5.0"
 198.51.100.23 - - [29/Nov/2026:11:03:14 +0000] "GET /cgi-bin/test.cgi?cmd=;cat%20/etc/shadow HTTP/1.1" 200 55 "-" "curl/8.0"
+192.0.2.77 - - [29/Nov/2026:11:04:02 +0000] "GET /robots.txt HTTP/1.1" 404 162 "-" "Nikto/2.5.0"
 """
+
+FIXTURE_LINES = AUTH_LOG.count("\n") + ACCESS_LOG.count("\n")
 
 XSS_SCRIPT = "<script>alert(1)</script>"
 XSS_IMG = "<img src=x onerror=alert(1)>"
 XSS_LINK = "[click](javascript:alert(1))"
 XSS_URL = "javascript:alert(document.cookie)"
 XSS_MARKERS = (XSS_SCRIPT, XSS_IMG, XSS_LINK, XSS_URL)
+
+
+APP_TIMEOUT = 120  # AppTest's wait: cold imports of pandas/altair on a loaded 2-core machine; not a performance bound
+
+
+def open_app_page(page: str | None = None, **query):
+    """The app run through Streamlit's AppTest, switched to views/<page>.py with `query` (the home
+    page when no page is named); a page that raised fails the test with the exception's text."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=APP_TIMEOUT).run()
+    if page:
+        at.query_params.update(query)
+        at.switch_page(f"views/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def write_logs(folder: Path) -> list[Path]:

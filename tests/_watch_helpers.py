@@ -7,7 +7,8 @@ import gzip
 import shutil
 from pathlib import Path
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.watch import Watcher
 
 

@@ -50,6 +50,18 @@ def display_name(technique_id: str) -> str | None:
     return f"{parent['name']}: {entry['name']}" if parent else entry["name"]
 
 
+def own_name(technique_id: str) -> str | None:
+    """The table's own name: "Password Spraying" for T1110.003 (no parent), None if unknown."""
+    entry = _table()["techniques"].get(normalize_id(technique_id))
+    return entry["name"] if entry else None
+
+
+def tactic_id(tactic_name: str) -> str | None:
+    """'Credential Access' → 'TA0006'; None for a name ATT&CK does not have."""
+    wanted = tactic_name.strip().casefold()
+    return next((t["id"] for t in _table()["tactics"].values() if t["name"].casefold() == wanted), None)
+
+
 def tactics(technique_id: str) -> list[str]:
     """Tactic names in ATT&CK's order for the technique (e.g. ['Credential Access'])."""
     table = _table()

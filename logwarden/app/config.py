@@ -4,7 +4,7 @@ dotenv format); CLI options override it. Nothing is read from the current folder
 attacker (or a colleague) left where the analyst happens to stand must not change what is detected,
 where the database is or which model runs. `origins` says where each setting came from
 (`logwarden config`, `db info`). Nothing else reads the environment, and every run default lives
-here once: `RunOptions.from_settings` (pipeline) and `EngineOptions.from_settings` (backends) read
+here once: `RunOptions.from_settings` (run_options) and `EngineOptions.from_settings` (backends) read
 it, so a setting reaches analyze, watch, triage, eval and the UI alike."""
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     quant: str = "auto"
     threads: int | None = None  # CPU threads (llama.cpp or torch); None = the engine's default
     max_batch: int = MAX_BATCH
+    draft_model: str | None = None  # llama.cpp speculative decoding: a GGUF of the same vocabulary drafts (off)
+    draft_tokens: int = 8  # at most this many drafted tokens per step
     max_new_tokens: int = 320  # the answer's token budget (analyze, watch, triage, eval, the UI)
 
     # the model's review: how much of it a run may do (auto = unlimited on a GPU, a few minutes on a CPU;
@@ -90,6 +92,14 @@ class Settings(BaseSettings):
     window_max_lines: int = 2000
     window_max_gap_s: float = 900.0
     prompt_token_budget: int = 700
+
+    # reviewed examples in the model's prompts (app/examples.py): the k most like the evidence (BM25 over the
+    # shipped seed scenarios and the store's closed records), in the room the evidence leaves of the prompt's
+    # budget and at most `retrieval_tokens`; the store's most recently reviewed `retrieval_store_examples`
+    retrieval: bool = True
+    retrieval_k: int = 3
+    retrieval_tokens: int = 300
+    retrieval_store_examples: int = 5000
 
     # incidents (app/incidents): records that share a pivot value within a gap form one incident. Specific
     # pivots (an address, a logon id, a process GUID, a file hash) bridge `incident_gap_s`; broad ones (a

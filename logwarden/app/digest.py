@@ -142,6 +142,7 @@ class DigestPart:
     total: int = 1
     deviations: list[str] = field(default_factory=list)  # the line ids of the deviations it shows, as listed
     categories: list[str] | None = None  # the categories its lines can be (None: any)
+    examples: str = ""  # reviewed examples like it, with their verdicts (app/examples.py), after the digest
 
     def schema(self) -> dict:
         """The answer's JSON schema: evidence only among `refs`, one verdict per deviation shown, a
@@ -150,8 +151,8 @@ class DigestPart:
 
     @property
     def prompt(self) -> str:
-        """The user turn: this part fenced as untrusted data."""
-        return user_prompt(self.text)
+        """The user turn: this part fenced as untrusted data (its examples, if any, after it)."""
+        return user_prompt(self.text, self.examples)
 
     def request(self) -> Request:
         """What the engine is asked: the fixed system prefix, this part, and a grammar that admits
@@ -516,8 +517,9 @@ def _signal_lines(window: Window, signals: Sequence[Signal]) -> list[int]:
 
 # Formats whose lines are never an HTTP request: a web attack is not what they can show. A syslog
 # window may still carry a web server's access lines (forwarded to syslog): a request line in it lets
-# web_attack back in. An sshd line the 0.5B called `web_attack` (issue 45) is what this forbids.
-NOT_WEB_FORMATS = frozenset(("syslog", "rfc5424", "windows", "cloudtrail", "auditd"))
+# web_attack back in. An sshd line the 0.5B called `web_attack` (issue 45) is what this forbids; a
+# line of no known format (`generic`: a kernel's, an application's) is a web attack only by its content.
+NOT_WEB_FORMATS = frozenset(("syslog", "rfc5424", "windows", "cloudtrail", "auditd", "generic"))
 HTTP_REQUEST = re.compile(r"\b(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE) /")
 
 

@@ -373,7 +373,8 @@ def run_eval(units: Sequence[LabelledUnit], labels_dir: Path, paths: Sequence[Pa
     `options`: the run options (`RunOptions.from_settings`; default: the declared defaults);
     `overrides` replace some of them (`llm_policy`, `max_prompts_per_window`, `sigma`, …);
     `history`: files the baseline learns from first (no records)."""
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import RecordFilter, open_store
 
     # Labelled files are complete (an unterminated last line is a line to score, not one to hold

@@ -17,7 +17,7 @@ from logwarden.app.triage import PartsStream, Triage, assess
 from logwarden.schemas import RiskRecord
 
 if TYPE_CHECKING:
-    from logwarden.app.pipeline import RunOptions
+    from logwarden.app.run_options import RunOptions
     from logwarden.engine.api import Engine
 
 

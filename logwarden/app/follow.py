@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from logwarden.app.config import Settings, declared
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.signals import stop_signals
 from logwarden.app.store import Store
 from logwarden.app.watch import Watcher, WatchStats

@@ -160,6 +160,7 @@ class RunMetrics:
     def add_stories(self, stats: StoryStats) -> None:
         """A story writer's work."""
         self.stories += stats.written
+        self.incidents += stats.alone  # lone records their stories made incidents
         self.story_invented_ids += stats.invented
         self.story_ungrounded += stats.ungrounded
         self.add_rejected(stats.texts_rejected)

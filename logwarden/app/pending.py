@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from logwarden.app import backends
 from logwarden.app.config import Settings
-from logwarden.app.pipeline import Pipeline, RunMetrics, RunOptions
+from logwarden.app.pipeline import Pipeline, RunMetrics
 from logwarden.app.review import ReviewItem
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import Store
 
 

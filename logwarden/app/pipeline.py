@@ -20,8 +20,11 @@ terminals or Streamlit (progress is a callback).
 
 Progress contract: `progress(name, n)` with the counters "lines", "bytes", "windows", "records",
 "errors", "llm_queued" (prompts queued for the model), "llm_calls" (prompts sent), "llm_done"
-(prompts answered or failed), "prompt_tokens" and "new_tokens" (as the engine reports them). A
-display can thus weigh the model's work, not only the lines read.
+(prompts answered or failed), "prompt_tokens" and "new_tokens" (as the engine reports them),
+"stories_started" and "stories_done" (incident stories asked for, written or not); and a phase's
+start after reading, `phase:review` (n: the prompts to review), `phase:grouping` (n: the run's
+records) and `phase:stories` (n: the stories to write). A display can thus weigh the model's
+work, not only the lines read, and say which phase runs.
 
 Stopping: `cancel()` (from a signal handler or another thread) cancels the engine's generations in
 flight and makes the run raise `RunStopped` at its next window, between review batches, within the
@@ -42,11 +45,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from logwarden.app.backends import model_facts
 from logwarden.app.baseline import Baseline
-from logwarden.app.config import Settings, declared
-from logwarden.app.detect import Detector, RuleSources, load_sources
+from logwarden.app.detect import Detector, load_sources
 from logwarden.app.events import ErrorRow, LogLine, Signal
-from logwarden.app.incidents import IncidentOptions, Span, regroup
+from logwarden.app.examples import ExamplePrompter, store_source
+from logwarden.app.incidents.regroup import Span, regroup
 from logwarden.app.ingest import (
     DEFAULT_MAX_LINE_BYTES,
     Skipped,
@@ -55,17 +59,16 @@ from logwarden.app.ingest import (
     is_compressed,
     is_rotated_name,
     iter_files,
-    read_head,
-    sniff_binary,
 )
 from logwarden.app.metrics import RunMetrics
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import NOT_LOGS, parse_stream
-from logwarden.app.parse.dating import RunDates, sample_dates
-from logwarden.app.policy import DEFAULT_LLM_POLICY, prompts_for
+from logwarden.app.parse.dating import RunDates, date_files
+from logwarden.app.policy import prompts_for
 from logwarden.app.positions import PositionedLines, Positions
 from logwarden.app.postprocess import Provenance, assess_window, merge_records
 from logwarden.app.review import Progress, Reviewer, ReviewItem, ReviewStats, ReviewWorker, default_budget
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import RecordFilter, Store, Transaction, WindowRow
 from logwarden.engine.api import Engine
 from logwarden.errors import RunStopped, StoreError
@@ -76,60 +79,6 @@ log = logging.getLogger(__name__)
 
 JSON_DOCUMENT_LINE_BYTES = 64 * 1024 * 1024
 MAX_BURSTS = 10_000  # bursts' records a run keeps at hand to grow (older ones are read back from the store)
-
-
-@dataclass(slots=True)
-class RunOptions:
-    rules_only: bool = False
-    llm_policy: str = DEFAULT_LLM_POLICY
-    llm_budget: str = declared("llm_budget")  # auto | unlimited | 90s | 5m | 20000tok (app/review.Budget)
-    max_batch: int = declared("max_batch")
-    max_new_tokens: int = declared("max_new_tokens")
-    window_max_lines: int = declared("window_max_lines")
-    max_templates: int = declared("max_templates")  # per source; beyond them rare lines are kept as lines
-    window_max_gap_s: float = declared("window_max_gap_s")
-    prompt_token_budget: int = declared("prompt_token_budget")
-    # A window with more rare lines than one prompt holds is split; at most this many prompts each
-    # (None: as many as its rare lines need). The rare lines left out count against coverage.
-    max_prompts_per_window: int | None = 4
-    include: Sequence[str] = ()
-    exclude: Sequence[str] = ()
-    follow_links: bool = declared("follow_links")  # read links in a folder that point out of it
-    resume: bool = False
-    # Files nothing is appended to any more: an unterminated last line is a line, not a line being
-    # written (compressed and rotated files are final anyway).
-    final: bool = False
-    # A file nothing has written to for this long is final too (None: only --final, compressed and
-    # rotated files are): a downloaded CloudTrail .json is one line without a newline, and held
-    # back it gave no record at all. The watcher flushes a partial line after the same quiet.
-    quiet_final_s: float | None = None
-    # Sources are named NODE:/path in a store shared by several hosts (None: the path alone).
-    node: str | None = None
-    # Long files commit records in chunks (bounded memory). None: each `process` call is one
-    # transaction (the watcher's: a batch's records and its offset must land in one).
-    commit_every_windows: int | None = 64
-    # Incidents follow each commit and no stories are written here (the watcher: its review runs
-    # beside it; `incidents group` writes them). False: analyze's — grouped once, after the review.
-    incremental: bool = False
-    rules: RuleSources | None = None  # the run's packs (from_settings: shipped, installed, configured, --sigma); None: shipped
-    baseline: str = declared("baseline")  # judge | learn | off (app/baseline)
-    year: int | None = None  # the year of year-less dates (--year); None: from the run's dated lines (parse.dating)
-    # Incidents (app/incidents): grouping after the records are stored (analyze: once, after the review;
-    # incremental: after each commit), and the model's stories (analyze, within the LLM budget).
-    incidents: IncidentOptions | None = field(default_factory=IncidentOptions)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, sigma: Sequence[str | Path] = (), **overrides) -> RunOptions:
-        """The settings' run defaults, with the options a command was given (None = not given);
-        `sigma`: extra packs (--sigma), after the shipped, installed and configured ones."""
-        options = cls(rules=RuleSources.from_settings(settings, sigma), max_batch=settings.max_batch,
-                      max_new_tokens=settings.max_new_tokens,
-                      window_max_lines=settings.window_max_lines, window_max_gap_s=settings.window_max_gap_s,
-                      prompt_token_budget=settings.prompt_token_budget, node=settings.node,
-                      quiet_final_s=settings.watch_partial_line_timeout_s, baseline=settings.baseline,
-                      llm_budget=settings.llm_budget, incidents=IncidentOptions.from_settings(settings),
-                      follow_links=settings.follow_links, max_templates=settings.max_templates)
-        return dataclasses.replace(options, **{k: v for k, v in overrides.items() if v is not None})
 
 
 def _no_progress(_name: str, _n: int) -> None:
@@ -173,13 +122,15 @@ class Pipeline:
         self._buffer = _Buffer()
         self._stored = Span()  # what this run stored: where its incidents are
         self._regroup_due = Span()  # what the watcher's commits stored and no regrouping has covered yet
-        self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector]] = {}
+        self._sources: dict[tuple[str, int], tuple[SourceMiner, Detector, int]] = {}  # and the generation
         self._bursts: OrderedDict[str, RiskRecord] = OrderedDict()  # bursts' records as last stored, by id
         self._named: set[str] = set()  # real paths of the files `analyze` was given by name
         self._dates = RunDates({}, year=options.year)  # `analyze` samples its files' dates first
         self._started = time.perf_counter()
         self._cancel = threading.Event()
+        self._examples: ExamplePrompter | None = None  # built at the first review (examples())
         self.run_id = store.start_run(command=command, config=self._config())
+        store.remember_rules({rule.id: rule.title for rule in self.rules.rules})  # SigmaHQ's ids are UUIDs
         self.provenance = Provenance.of(self.engine, self.run_id)
 
     def _config(self) -> dict:
@@ -187,7 +138,9 @@ class Pipeline:
         opts["include"], opts["exclude"] = list(self.options.include), list(self.options.exclude)
         opts["rules"] = self.options.rules.describe() if self.options.rules else None
         opts["incidents"] = self.options.incidents.describe() if self.options.incidents else None
+        opts["retrieval"] = dataclasses.asdict(self.options.retrieval)
         opts["engine"] = self.engine.describe() if self.engine else None
+        opts["model_facts"] = model_facts(self.engine)  # what `records show` says of a record's model
         return opts
 
     # ---- sources -------------------------------------------------------------------------
@@ -263,13 +216,11 @@ class Pipeline:
         self._sources.pop((start.path, start.inode), None)  # a finished file's miner is persisted; free it
 
     def _run_dates(self, files: Sequence[Path]) -> RunDates:
-        """What the first lines of the run's files say about dates (skipped under --year)."""
-        if self.options.year is not None:
-            return RunDates({}, year=self.options.year)
-        return RunDates({str(path): sample_dates(_head_lines(path), str(path)) for path in files})
+        """What the first lines of each of the run's files say about its dates."""
+        return date_files(files, year=self.options.year)
 
     def _reference_time(self, path: Path, source: str) -> datetime | None:
-        choice = self._dates.choose(str(path), _mtime(path))
+        choice = self._dates.choose(str(path))
         if choice.reason:
             self.metrics.years[source] = choice.reason
         return choice.reference_time
@@ -302,7 +253,7 @@ class Pipeline:
         for window in windows(events, miner, source=source, inode=inode, fmt=fmt,
                               max_lines=self.options.window_max_lines, max_gap_s=self.options.window_max_gap_s,
                               generation=generation):
-            signals = detector.scan(window.events) + self.baseline.signals(window, miner)
+            signals = detector.scan(window.events, source=source) + self.baseline.signals(window, miner)
             self._window(window, signals, miner)
             if self.options.commit_every_windows and len(self._buffer.windows) >= self.options.commit_every_windows:
                 self._commit()
@@ -317,22 +268,32 @@ class Pipeline:
     def _source_state(self, key: tuple[str, int, int], start_line: int) -> tuple[SourceMiner, Detector]:
         """Miner and detector of a source, kept for the run so bursts split across batches still add up;
         a read that goes on where a committed one stopped (--resume, a restarted watcher) starts with
-        the detector state committed there, so bursts split across runs add up too."""
-        source, inode, _generation = key
-        if (source, inode) not in self._sources:
-            state = self.store.get_source(source, inode)
-            miner = SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
+        the detector state committed there, so bursts split across runs add up too. A new generation
+        (the file started over: copytruncate) keeps the miner but gets its own detector: its times
+        start again, and the old content's bursts would pass for its own (and its saved state was
+        pruned against the old content's later times, so a restart split its bursts)."""
+        source, inode, generation = key
+        found = self._sources.get((source, inode))
+        if found is None or found[2] != generation:
+            miner = found[0] if found else self._miner(source, inode)
             detector = Detector(self.rules)
             saved = self.positions.saved_detector(key, start_line)
             if saved is not None and not detector.restore(saved):
                 log.info("%s: the correlation state saved with it was made by other rules; starting afresh", source)
-            self._sources[(source, inode)] = (miner, detector)
-        return self._sources[(source, inode)]
+            self._sources[(source, inode)] = (miner, detector, generation)
+        miner, detector, _generation = self._sources[(source, inode)]
+        return miner, detector
+
+    def _miner(self, source: str, inode: int) -> SourceMiner:
+        """A source's miner as its last committed read left it (a new one for a new source)."""
+        state = self.store.get_source(source, inode)
+        return SourceMiner(state.miner_state if state else None, max_templates=self.options.max_templates)
 
     def _detector_state(self, key: tuple[str, int, int]) -> dict | None:
-        """What a source's detector carries over to the next read of it (None: no detector this run)."""
+        """What a source generation's detector carries over to the next read of it (None: no detector
+        of it this run)."""
         found = self._sources.get((key[0], key[1]))
-        return found[1].dump() if found is not None else None
+        return found[1].dump() if found is not None and found[2] == key[2] else None
 
     def _without_errors(self, items: Iterable[LogLine | ErrorRow]) -> Iterator[LogLine]:
         for item in items:
@@ -403,7 +364,17 @@ class Pipeline:
         self.metrics.budget = budget.spec
         return Reviewer(self.store, self.engine, budget=budget, max_batch=self.options.max_batch,
                         max_new_tokens=self.options.max_new_tokens, provenance=self.provenance,
-                        progress=self.progress, cancelled=self._cancel)
+                        progress=self.progress, cancelled=self._cancel, examples=self.examples())
+
+    def examples(self) -> ExamplePrompter | None:
+        """The reviewed examples this run's prompts get (None: no model, or retrieval off): the seed
+        library and the store's closed records, indexed once per run."""
+        if self.engine is None or not self.options.retrieval.enabled:
+            return None
+        if self._examples is None:
+            self._examples = ExamplePrompter(store_source(self.store), self.options.retrieval,
+                                             self.engine.count_tokens, self.options.prompt_token_budget)
+        return self._examples
 
     def review_worker(self) -> ReviewWorker | None:
         """The watcher's background reviewer (None without a model)."""
@@ -419,6 +390,7 @@ class Pipeline:
         if items is None:  # this run's; with --resume what earlier runs' budgets left too
             run_id = None if self.options.resume else self.run_id
             items = [ReviewItem.from_json(i) for i in self.store.pending_reviews(run_id=run_id)]
+        self.progress("phase:review", len(items))
         self.account(self.reviewer().run(items))
 
     def account(self, stats: ReviewStats) -> None:
@@ -488,6 +460,7 @@ class Pipeline:
         stories of the incidents that need one, within what the run's budget left."""
         self._commit()
         log.info("regrouping the incidents around this run's %d record(s)", self.metrics.records)
+        self.progress("phase:grouping", self.metrics.records)
         self._group(around if around is not None else self._stored)
 
     def _group(self, around: Span) -> None:
@@ -496,7 +469,7 @@ class Pipeline:
         regrouped = regroup(self.store, self.options.incidents, around=around, cancelled=self._cancel)
         self.metrics.incidents = len(regrouped.incidents)
         if self._stories_due():
-            self._stories(regrouped.incidents)
+            self._stories(regrouped.to_tell)
 
     def _stories_due(self) -> bool:
         """Stories come after the review: not in an incremental run (the watcher's review runs beside it),
@@ -510,7 +483,7 @@ class Pipeline:
         self.metrics.add_stories(write_stories(
             self.store, self.engine, incidents, llm_budget=self.options.llm_budget, limit=self.options.incidents.stories,
             max_new_tokens=self.options.incidents.story_tokens, spent=self.metrics.spent, cancelled=self._cancel,
-            progress=self.progress))
+            progress=self.progress, examples=self.examples()))
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.add_records(records)
@@ -563,23 +536,6 @@ def _quiet_for(path: Path, seconds: float | None) -> bool:
         return time.time() - path.stat().st_mtime >= seconds
     except OSError:
         return False
-
-
-def _head_lines(path: Path) -> list[LogLine]:
-    """The complete lines of the file's first bytes (decompressed); none for a binary file (EVTX)."""
-    head = read_head(path) or b""
-    if sniff_binary(head):
-        return []
-    texts = head.decode("utf-8", "replace").split("\n")[:-1]  # the last piece may be cut
-    return [LogLine(source=str(path), inode=0, offset=0, line_no=n, text=t.rstrip("\r"))
-            for n, t in enumerate(texts, 1)]
-
-
-def _mtime(path: Path) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime)
-    except OSError:
-        return None
 
 
 def throughput_options(options: RunOptions, engine: Engine | None) -> RunOptions:

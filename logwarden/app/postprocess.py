@@ -19,6 +19,8 @@ Owns the merge policy (the LLM never lowers what the rules know):
   not every record's); indicators are extracted deterministically;
 - techniques are kept only when they are in the shipped ATT&CK table (an invented one is noted in
   `rejected` too);
+- records of the window whose lines lie within another's are folded into it, one record naming
+  every rule (`samelines.merge_same_lines`: two packs on one `useradd` line are one alert);
 - a group of baseline deviations alone (no rule) takes the model's enumerated verdicts on its lines
   (analyze_v4): the verdict is said in its anomaly and kept on it (`verdict`), its level is the
   baseline's whatever the verdict (measured: a dismissal was mostly wrong, and raising on an attack
@@ -48,6 +50,7 @@ from logwarden.app.indicators import extract_indicators
 from logwarden.app.keyfields import event_key_fields
 from logwarden.app.mine import Window
 from logwarden.app.safetext import clean_value
+from logwarden.app.samelines import merge_same_lines
 from logwarden.app.textgate import REASONS, Checked, check, rejected_techniques
 from logwarden.engine.api import Engine
 from logwarden.prompts import PROMPT_VERSION
@@ -85,6 +88,31 @@ DEFAULT_RECOMMENDATION = {
     "policy_violation": "Confirm with the account owner; restore logging/settings and review what happened while they were off.",
     "benign": "No action needed.",
 }
+# A category gathers several ATT&CK tactics (detect/taxonomy.py: credential theft is filed under
+# privilege_escalation, as the labels do); where the record's techniques name a tactic whose advice the
+# category's would get wrong ("confirm the privilege change" for an LSASS dump), that tactic's own is given
+# — for the categories listed with it (a brute force, credential access too, keeps its own advice).
+TACTIC_RECOMMENDATION = {
+    "Credential Access": (
+        "Treat the credentials the host held as stolen: reset the affected accounts' passwords and keys (krbtgt twice "
+        "after a DCSync or forged ticket), isolate the host, and look for the accounts' use elsewhere.",
+        frozenset({"privilege_escalation", "malware_execution", "policy_violation", "data_exfiltration"})),
+    "Initial Access": (
+        "Confirm the sign-in or access with the account's owner; if it was not them, reset its credentials, end its "
+        "sessions and review what it did.",
+        frozenset({"policy_violation"})),
+}
+
+
+def default_recommendation(category: str, technique_ids: Sequence[str] = ()) -> str:
+    """The rules' advice for a record of `category`: the first of its techniques' tactics that has its
+    own advice for that category (`TACTIC_RECOMMENDATION`), else the category's."""
+    for technique_id in technique_ids:
+        for tactic in attack.tactics(technique_id):
+            advice, categories = TACTIC_RECOMMENDATION.get(tactic, ("", frozenset()))
+            if category in categories:
+                return advice
+    return DEFAULT_RECOMMENDATION[category]
 
 
 NOTHING_FOUND = "nothing abnormal in what it was shown"
@@ -147,16 +175,32 @@ class _Group:
         return sorted(self.lines)
 
     @property
+    def burst(self) -> Signal | None:
+        """The counting correlation's burst that names the group's record (None: none): one an
+        earlier window reported (its record exists and grows) before one that fired here, then the
+        earliest begun, then by rule, so a burst's record keeps its id whichever of the group's rules
+        a window's first line fed (a host-wide spray firing later than the address's brute force it
+        overlaps made a second record)."""
+        bursts = [s for s in self.signals if s.burst_line]
+        return min(bursts, key=lambda s: (not s.continues, s.burst_line, s.rule_id), default=None)
+
+    @property
     def burst_line(self) -> int:
-        """Where the counting correlation's burst among its signals began (0: none): its record's
-        id is the burst's, whichever windows it spans."""
-        return min((s.burst_line for s in self.signals if s.burst_line), default=0)
+        """Where the naming burst began (0: none): its record's id is the burst's, whichever windows it spans."""
+        burst = self.burst
+        return burst.burst_line if burst else 0
 
     @property
     def continues(self) -> bool:
-        """Its burst was reported by an earlier window: its record grows that one."""
-        bursts = [s for s in self.signals if s.burst_line]
-        return bool(bursts) and all(s.continues for s in bursts)
+        """Its naming burst was reported by an earlier window: its record grows that one."""
+        burst = self.burst
+        return burst is not None and burst.continues
+
+    @property
+    def id_key(self) -> str:
+        """The key its record's id is made with: the naming burst's, else the group's."""
+        burst = self.burst
+        return burst.key if burst else self.key
 
     @property
     def deviations_only(self) -> bool:
@@ -531,20 +575,20 @@ def _group_record(window: Window, group: _Group, claim: _Claim | None, prov: Pro
                   failure: LLMResult | None, judged: _Judged | None = None) -> RiskRecord:
     events = _events_at(window, group.line_numbers)
     rule_techniques = [t for s in group.signals for t in s.techniques]
-    common = dict(key=group.key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
+    common = dict(key=group.id_key, events=events, detections=sorted({s.rule_id for s in group.signals}), prov=prov,
                   category=group.category, burst=group.burst_line)
     if claim is None and judged is not None:
         return _judged_record(window, group, judged, _techniques(rule_techniques), common)
     if claim is None:
         return _record(window, level=group.floor, anomaly=_rules_anomaly(group),
-                       recommendation=DEFAULT_RECOMMENDATION[group.category],
+                       recommendation=default_recommendation(group.category, rule_techniques),
                        techniques=_techniques(rule_techniques), decided_by="rules", llm=failure, **common)
     # a rule's group may be raised by a finding; a deviation alone keeps the baseline's level (on the
     # held-out side the 1.5B's findings raised 2 benign deviations and no attack that was not found)
     level = group.floor if group.deviations_only else max(group.floor, claim.finding.risk_level, key=risk_rank)
     return _record(window, level=level,
                    anomaly=claim.anomaly or _rules_anomaly(group),
-                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[group.category],
+                   recommendation=claim.recommendation or default_recommendation(group.category, rule_techniques),
                    techniques=_techniques(rule_techniques + list(claim.finding.techniques)), decided_by="rules+llm",
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected,
                    verdict=judged.as_dict if judged else None, **common)
@@ -556,14 +600,15 @@ def _judged_record(window: Window, group: _Group, judged: _Judged, techniques: l
     realdata's held-out side its benign verdicts were mostly attacks, and an attack verdict raising a
     deviation to medium added 2-3 false positives and no detection (the units were found at low)."""
     verdict, result = judged.verdict, judged.result
-    said = check(result.assessment.recommendation, result.digest, ids=result.lines_of) \
+    said = check(result.assessment.recommendation, result.digest, ids=result.lines_of,
+                 dismissal_ok=verdict.verdict == "benign") \
         if result.assessment.recommendation.strip() else Checked("")
     if verdict.verdict == "benign":
         judgement, recommendation = f"judged normal by the model: {said.text or NOTHING_FOUND}", JUDGED_NORMAL
     else:
         stage = "" if verdict.stage == "none" else f", {verdict.stage.replace('_', ' ')}"
         judgement = f"judged {verdict.verdict} by the model{stage}"
-        recommendation = said.text or DEFAULT_RECOMMENDATION[group.category]
+        recommendation = said.text or default_recommendation(group.category, [t.id for t in techniques])
     return _record(window, level=group.floor, anomaly=f"{_rules_anomaly(group)} — {judgement}"[:STORED_TEXT_MAX],
                    recommendation=recommendation, techniques=techniques, decided_by="rules+llm", llm=result,
                    rejected={"recommendation": said.reason} if said.reason else None, verdict=judged.as_dict, **common)
@@ -578,7 +623,7 @@ def _claim_record(window: Window, claim: _Claim, prov: Provenance, signals: Sequ
     anomaly = claim.anomaly or WITHHELD.format(why=REASONS[claim.rejected.get("anomaly", "empty")])
     return _record(window, category=category, key="llm", level=level,
                    events=events, anomaly=f"{anomaly} {capped}"[:STORED_TEXT_MAX] if capped else anomaly,
-                   recommendation=claim.recommendation or DEFAULT_RECOMMENDATION[category],
+                   recommendation=claim.recommendation or default_recommendation(category, claim.finding.techniques),
                    techniques=_techniques(claim.finding.techniques), detections=[], decided_by="llm", prov=prov,
                    llm=claim.result, refs=claim.refs, ungrounded=claim.ungrounded, rejected=claim.rejected)
 
@@ -614,8 +659,8 @@ def assess_window(window: Window, signals: Sequence[Signal], llm: LLMResult | Se
         if claim.rank >= risk_rank(LLM_ONLY_MIN_RISK):
             records.append(_claim_record(window, claim, prov, signals))
     named, missing, rejected = _faithfulness(results)
-    return Outcome(records=_unique_ids(records), entities=named, ungrounded=missing, findings=len(claims),
-                   rejected=rejected, bursts=bursts, continues=continues)
+    return Outcome(records=merge_same_lines(_unique_ids(records), bursts=bursts), entities=named,
+                   ungrounded=missing, findings=len(claims), rejected=rejected, bursts=bursts, continues=continues)
 
 
 def _unique_ids(records: list[RiskRecord]) -> list[RiskRecord]:

@@ -26,6 +26,8 @@ from datetime import datetime
 
 from logwarden.app.digest import DigestPart
 from logwarden.app.events import ErrorRow, Event, Signal
+from logwarden.app.examples import ExamplePrompter
+from logwarden.app.fit import fit
 from logwarden.app.mine import Window
 from logwarden.app.postprocess import LLMResult, Provenance, assess_window, group_signals, result_of, reviewed_burst
 from logwarden.engine.api import Engine, ModelUsage
@@ -116,8 +118,12 @@ class ReviewItem:
         (same ids, same lines), improved — a group cut to the part's signals would overwrite its full
         record with fewer lines (a split SQL-injection group lost 45 attacks on realdata's held-out side)."""
         lines = {n for numbers in part.lines_of.values() for n in numbers}
-        touching = [s for g in group_signals(signals) if any(lines.intersection(s.line_numbers) for s in g.signals)
-                    for s in g.signals]
+        groups = group_signals(signals)
+        near = [g for g in groups if any(lines.intersection(s.line_numbers) for s in g.signals)]
+        # a group on lines within a near one's comes whole too: its record is folded into that one
+        # (app/samelines.py), which the answer's record would otherwise overwrite without it
+        near += [g for g in groups if g not in near and g.lines and any(g.lines <= n.lines for n in near)]
+        touching = [s for g in near for s in g.signals]
         wanted = lines | {n for s in touching for n in s.line_numbers}
         kept = [(e, c) for e, c in zip(window.events, window.cluster_ids) if e.line_no in wanted]
         key = f"{window.source}\x1f{window.inode}\x1f{window.generation}\x1f{window.line_start}\x1f" \
@@ -200,8 +206,9 @@ class Reviewer:
 
     def __init__(self, store, engine, *, budget: Budget, max_batch: int, max_new_tokens: int,
                  provenance: Provenance, progress: Progress = lambda _name, _n: None,
-                 cancelled: threading.Event | None = None):
+                 cancelled: threading.Event | None = None, examples: ExamplePrompter | None = None):
         self.store, self.engine, self.budget = store, engine, budget
+        self.examples = examples  # reviewed examples put into each prompt as it is asked (None: none)
         self.cancelled = cancelled or threading.Event()
         self.max_batch, self.max_new_tokens, self.provenance = max(1, max_batch), max_new_tokens, provenance
         self.progress = progress
@@ -254,7 +261,7 @@ class Reviewer:
         self.stats.records += records
 
     def _ask(self, batch: Sequence[ReviewItem]) -> list[LLMResult]:
-        requests = [item.part.request() for item in batch]
+        requests = [self._part(item).request() for item in batch]
         self.stats.asked += len(requests)
         self.progress("llm_calls", len(requests))
         log.info("asking the model: %d prompt(s)", len(requests))
@@ -270,12 +277,17 @@ class Reviewer:
             self.progress("llm_done", len(requests))
         return [self._result(g, item.part) for g, item in zip(generations, batch)]
 
+    def _part(self, item: ReviewItem) -> DigestPart:
+        """The item's prompt with the reviewed examples most like it (chosen now: the latest reviews count)."""
+        return item.part if self.examples is None else self.examples.part(item.part, exclude=item.record_ids)
+
     def _result(self, generation, part: DigestPart) -> LLMResult:
         s = generation.stats
         self.stats.usage.add(s)
         self.progress("prompt_tokens", s.prompt_tokens)
         self.progress("new_tokens", s.new_tokens)
-        return result_of(generation, digest=part.text, lines_of=part.lines_of)
+        # fitted as triage's is: a grammar-less backend may still call an sshd line a web attack
+        return fit(result_of(generation, digest=part.text, lines_of=part.lines_of), part.categories).result
 
     def _whole_burst(self, record: RiskRecord) -> RiskRecord:
         """A burst's record rebuilt from one window of it keeps what the other windows added to it."""

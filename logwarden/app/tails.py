@@ -89,7 +89,13 @@ class Tail:
     def is_own(self, name: str) -> bool:
         """Is the tail reading its source's own file (first path — `name` is its path's source name —,
         first inode), not a copy or a compressed continuation?"""
-        return name == self.source and self.file_id[1] == self.inode and not self.compressed
+        return name == self.source and self.is_first_inode
+
+    @property
+    def is_first_inode(self) -> bool:
+        """Is the file the inode the source was first read from (under any name now: renamed by
+        rotation, or a new file on that inode reused), not a copy or a compressed continuation?"""
+        return self.file_id[1] == self.inode and not self.compressed
 
     def hold(self, lines: Sequence[LogLine], reader: TailRead, now: float) -> None:
         """Lines read, held until their batch is due; the next read starts after them."""
@@ -109,10 +115,14 @@ class Tail:
         self.pending, self.pending_end, self.pending_next_line, self.pending_fingerprint = [], 0, 0, None
 
     def state(self) -> SourceState:
+        """The source as the store now has it (nothing pending): with its last line read, so that
+        the file found renamed and cut later in this run is checked by content (`resume_by_content`)."""
         fp = self.fingerprint
+        tail_offset, tail_hash = self.last or (None, None)
         return SourceState(path=self.source, inode=self.inode, generation=self.generation, offset=self.offset,
                            line_no=self.next_line - 1, format=self.fmt, fingerprint=fp.digest if fp else None,
-                           fingerprint_len=fp.length if fp else 0, fingerprint_prefix=fp.prefix if fp else None)
+                           fingerprint_len=fp.length if fp else 0, fingerprint_prefix=fp.prefix if fp else None,
+                           tail_offset=tail_offset, tail_hash=tail_hash)
 
 
 class Batch(list):

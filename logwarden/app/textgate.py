@@ -8,7 +8,9 @@ that do not exist (issue 38 quotes all of them). `check` applies one set of chec
 
 - grounding first (`grounding.ground`): a clause naming an entity the digest lacks is removed;
 - sentences that echo the instructions (`ECHO_WORDS` words in a row of a prompt or of a schema's field
-  descriptions, or a shape word left unfilled) or repeat an earlier sentence are dropped;
+  descriptions, or a shape word left unfilled), advise destroying evidence ("remove the line from the
+  log"), say there is nothing to see or do ("No action needed.": said of a flagged record, it is less
+  than the rule said; allowed where it explains a benign verdict) or repeat an earlier sentence are dropped;
 - what is left is rejected when it is empty or punctuation, a bare number/id/word (fewer than
   `MIN_WORDS` words), JSON written as prose, a copy of the digest (its placeholders, or a digest row verbatim: the model
   added nothing to what the rules already say), a loop of the same few words, or names an evidence
@@ -40,6 +42,8 @@ REASONS = {
     "repeat": "the same words looped, or the text of another field",
     "ungrounded": "names only facts or evidence ids the digest does not show",
     "technique": "names an ATT&CK technique id that does not exist",
+    "tamper": "advises destroying or hiding evidence (deleting or rebuilding logs, stopping auditing)",
+    "dismissal": "says nothing is wrong or nothing needs doing, of lines a rule or baseline flagged",
 }
 MIN_WORDS = 3  # "SQL injection" says less than the rule that fired; "none", "T1110", "50" say nothing
 ECHO_WORDS = 4  # this many words in a row from the instructions: an echo, not an answer
@@ -56,6 +60,20 @@ _JSON_TEXT = re.compile(r'^\s*[{\[]\s*"?[\w &]+"?\s*:')  # {"count": 5, "categor
 _CUT_MARKS = " .,;:…{}[]()\"'`"
 _TECHNIQUE = re.compile(r"^T\d{4}(?:\.\d{3})?$")
 _PLACEHOLDER = re.compile(r"<\*>|<(?:" + "|".join(dict.fromkeys(name for name, _ in MASKING_RULES)) + r")>")
+# advice to destroy or hide evidence: the 0.5B's "remove the line from the log", "Remove the log digest
+# from the source", "rebuild the log with the new baseline" (held-out GPU run, issue 38)
+_TAMPER = re.compile(
+    r"(?i)\b(?:delete|remove|clear|erase|wipe|truncate|purge|shred|rebuild|rewrite|edit|empty)\b[^.;]{0,40}?"
+    r"\b(?:logs?|digest|journal|(?:bash |shell |command )?history|audit\w*|evidence|traces?)\b"
+    r"|\b(?:disable|stop|turn off|kill|pause)\b[^.;]{0,20}?\b(?:logging|auditing|auditd|rsyslogd?|syslog|sysmon|"
+    r"journald|event ?log\w*|cloudtrail|the audit\w*)\b")
+# a sentence that says there is nothing to see or do: on a flagged record it says less than the rule (the
+# 1.5B's "No action needed." 111 times, the 0.5B's "No recommendation needed.", "no unusual values")
+_DISMISSAL = re.compile(
+    r"(?i)^\W*(?:(?:no|nothing)\b[^.;]{0,40}?\b(?:needed|required|necessary|unusual|abnormal|suspicious|"
+    r"anomal\w*|wrong|to do|to report|found|detected|available|concern\w*)\b"
+    r"|(?:the |this |these )?(?:lines?|requests?|activity|events?|entr(?:y|ies)|logs?)\b[^.;]{0,30}?"
+    r"\b(?:is|are|looks?|seems?|appears?)\s+(?:normal|ordinary|benign|legitimate|harmless|fine)\b)")
 # words of the prompts' frames a small model echoes instead of writing about the lines
 _FRAME = re.compile(r"\b(?:WHAT|HOST|ADDRESS|ACCOUNT|ACTION|STAGE|RECORD ID)\b"
                     r"|(?i:between the markers|kill-chain|untrusted|follow(?: the)? instructions)")
@@ -75,10 +93,12 @@ class Checked:
         return self.reason is None
 
 
-def check(text: str, digest: str, *, ids: Collection[str] = (), min_words: int = MIN_WORDS) -> Checked:
+def check(text: str, digest: str, *, ids: Collection[str] = (), min_words: int = MIN_WORDS,
+          dismissal_ok: bool = False) -> Checked:
     """`text` as it may be stored, or the reason it may not. `digest`: what the model was shown;
     `ids`: the evidence ids (T3, L17) that prompt showed (an id outside them is not the digest's);
-    `min_words`: fewer words with letters is bare (a next step "Block 203.0.113.80." needs one)."""
+    `min_words`: fewer words with letters is bare (a next step "Block 203.0.113.80." needs one);
+    `dismissal_ok`: the text explains a benign verdict, where "nothing unusual" is the point."""
     stripped = text.strip()
     if not re.search(r"\w", stripped):
         return Checked("", "empty")
@@ -87,7 +107,7 @@ def check(text: str, digest: str, *, ids: Collection[str] = (), min_words: int =
     grounded = ground(stripped, digest)
     if not grounded.text:
         return Checked("", "ungrounded" if grounded.ungrounded else "empty", grounded)
-    kept, reason = _sentences(grounded.text)
+    kept, reason = _sentences(grounded.text, dismissal_ok)
     if not kept:
         return Checked("", reason, grounded)
     reason = _whole_text_reason(kept, digest, ids, min_words)
@@ -105,17 +125,29 @@ def rejected_techniques(ids: Iterable[str]) -> list[str]:
     return [t for t in dict.fromkeys(ids) if attack.lookup(t) is None]
 
 
-def _sentences(text: str) -> tuple[str, str | None]:
-    """The text without its sentences that echo the instructions or repeat an earlier one; when none
-    is left, the reason."""
+def _sentences(text: str, dismissal_ok: bool = False) -> tuple[str, str | None]:
+    """The text without its sentences that echo the instructions, advise destroying evidence, say
+    there is nothing to see (unless `dismissal_ok`) or repeat an earlier one; when none is left, the
+    reason (the first sentence's that was dropped)."""
     kept: list[str] = []
-    echoed = False
+    dropped: list[str] = []
     for sentence in _SENTENCE.split(text):
-        if echoes_instructions(sentence):
-            echoed = True
+        why = _dropped_because(sentence, dismissal_ok)
+        if why:
+            dropped.append(why)
         elif sentence and sentence not in kept:
             kept.append(sentence)
-    return " ".join(kept), (None if kept else "instructions" if echoed else "repeat")
+    return " ".join(kept), (None if kept else dropped[0] if dropped else "repeat")
+
+
+def _dropped_because(sentence: str, dismissal_ok: bool) -> str | None:
+    if echoes_instructions(sentence):
+        return "instructions"
+    if _TAMPER.search(sentence):
+        return "tamper"
+    if not dismissal_ok and _DISMISSAL.search(sentence):
+        return "dismissal"
+    return None
 
 
 def echoes_instructions(sentence: str) -> bool:

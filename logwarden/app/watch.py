@@ -7,7 +7,8 @@ a followed source's content continues it from where reading stopped instead of b
 — and while the original is still followed, the copy waits; a file whose head changed under the
 same path (copytruncate, a recreated file) is the next *generation* of its source, read from line
 1 — or, cut to a part of what was read and written to again, from its first line not read
-(`app/sources.py`) — so line numbers are always the file's own. Compressed files are read once, when they have
+(`app/sources.py`; a renamed file is checked so too: it is still the inode that was read) — so
+line numbers are always the file's own. Compressed files are read once, when they have
 stopped changing. Deletion drops a file. A file present before this store's watcher ever
 followed its folder is tailed from its end (unless `from_start`); anything that appears later —
 also while the watcher was down — is read from line 1.
@@ -367,7 +368,11 @@ class Watcher:
         if seen == tail.read_at and not tail.behind and not (tail.partial and quiet):
             return
         start, start_line, expected = tail.position
-        if start and tail.last and self._own_file(tail) and not holds_what_was_read(
+        # The content check goes by inode, not by name: a file cut, written to again and renamed
+        # (rotated) between two looks is still the inode that was read, and its head may well be
+        # unchanged, so only the line read last tells that reading cannot go on where it stopped.
+        # Whether it is then the source cut or a new file on a reused inode is `_restart`'s to say.
+        if start and tail.last and tail.is_first_inode and not holds_what_was_read(
                 tail.path, offset=start, tail_offset=tail.last[0], tail_hash=tail.last[1]):
             self._restart(tail, now)  # cut and written to again, perhaps past where reading stopped
             return
@@ -376,8 +381,8 @@ class Watcher:
         lines, errors, tail.behind = take(reader, self.max_batch * READ_BATCHES)
         if reader.missing:
             return  # renamed or deleted between the look and the read: the next scan knows where it went
-        if reader.short and not self._own_file(tail):
-            return  # a copy still being written: nothing new in it yet
+        if reader.short and not tail.is_first_inode:
+            return  # a copy still being written: nothing new in it yet (the read inode is cut: `_restart`)
         if reader.changed:
             self._restart(tail, now)
             return
@@ -389,15 +394,20 @@ class Watcher:
             tail.hold(lines, reader, now)
 
     def _restart(self, tail: Tail, now: float) -> None:
-        """The file no longer holds what was read: a new generation of its source from line 1 when
-        it is the source's own file, at its path with its inode (copytruncate, a file recreated on
-        a reused inode), else forget it and let the next scan say what it is."""
+        """The file no longer holds what was read. When it is the inode the source was read from,
+        the next generation of its source goes on after the part of it still what was read (from
+        line 1 when none is, or nothing can be checked); but a file under another name whose first
+        line is not what was read is another file on the reused inode, and a copy or compressed
+        continuation whose content changed is another file too: forgotten, the next scan says what
+        it is (a source of its own name, or one it continues)."""
         if tail.pending:
             self._analyse(tail)
         self.tails.pop(tail.file_id, None)
-        if not self._own_file(tail):
-            return  # another file (a copy or a continuation had this inode, now reused): a new source
+        if not tail.is_first_inode:
+            return
         kept = kept_part(tail.path, self.pipeline.positions.line_hashes(tail.key))
+        if kept is not None and not kept.lines and not self._own_file(tail):
+            return
         new = self._after_kept(tail, kept or Kept(0, 0, array("I"), 0))
         self.tails[tail.file_id] = new
         self._read(new, now)

@@ -22,6 +22,7 @@ from logwarden.app.config import get_settings
 from logwarden.cli.terminal import json_text, shown_block
 from logwarden.engine.load import ENGINE_QUANTS, ENGINES
 from logwarden.errors import InputError, LogwardenError
+from logwarden.schemas.record import CLOSE_REASONS, STATUSES
 
 # Neither console turns `:name:` into an emoji; stdout never reads markup. Log text reaches either
 # only as `terminal.cell` Text (tables) or through `shown` with markup=False (lines).
@@ -45,6 +46,56 @@ def stop_now(signum: int, _frame=None) -> None:
     """The CLI's handler of SIGINT and SIGTERM outside a stop request: raise `Stopped` where the main
     thread is (a read, an export, start-up); `handle_errors` makes it 128 + the signal, no traceback."""
     raise Stopped(signum)
+
+
+# The review states before issue 42 → what to pass now.
+OLD_STATUSES = {"new": "--status open", "confirmed": "--status in_progress (or closed --reason true_positive)",
+                "false_positive": "--status closed --reason false_positive",
+                "resolved": "--status closed --reason true_positive"}
+
+
+class StatusChoice(click.Choice):
+    """A review state; an old one (new, confirmed, false_positive, resolved) is a usage error naming
+    what replaced it."""
+
+    def __init__(self) -> None:
+        super().__init__(STATUSES)
+
+    def convert(self, value, param, ctx):
+        if value in OLD_STATUSES:
+            self.fail(f"{value!r} is no longer a review state (states: {', '.join(STATUSES)}); "
+                      f"use {OLD_STATUSES[value]}.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def review_options(func: Callable) -> Callable:
+    """--status, --reason, --note and --reviewer of `records review` and `incidents review`."""
+    for option in reversed((
+            click.option("--status", type=StatusChoice(), default=None,
+                         help="The new state: open, acknowledged, in_progress or closed (default: keep it)."),
+            click.option("--reason", type=click.Choice(CLOSE_REASONS), default=None,
+                         help="Why it is closed (with --status closed, which needs one)."),
+            click.option("--note", default=None, help="Analyst note (replaces the current note)."),
+            click.option("--reviewer", default=None, help="Who reviewed it (default: the login name)."))):
+        func = option(func)
+    return func
+
+
+def review_text(review) -> str:
+    """A state as a person reads it: `closed (false_positive)`, `in_progress`. `review` is a record,
+    an incident, a trail row or a written review (a dict)."""
+    get = review.get if isinstance(review, dict) else lambda name: getattr(review, name)
+    reason = get("close_reason")
+    return get("status") + (f" ({reason})" if reason else "")
+
+
+def login() -> str | None:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -71,8 +122,17 @@ def signal_name(signum: int | None) -> str:
 
 
 def db_option(func: Callable) -> Callable:
-    return click.option("--db", "db_url", envvar="LOGWARDEN_DB", default=None,
-                        help="SQLAlchemy URL of the store (default: sqlite under LOGWARDEN_HOME).")(func)
+    return click.option("--db", "db_url", envvar="LOGWARDEN_DB", default=None, callback=_store_url,
+                        help="The store: a SQLite file's path or a SQLAlchemy URL (postgresql+psycopg://…); "
+                             "default: logwarden.db under LOGWARDEN_HOME.")(func)
+
+
+def _store_url(_ctx, _param, text: str | None) -> str | None:
+    if not text:  # the default: nothing to parse, and `triage --no-store` imports no store (issue 46)
+        return text
+    from logwarden.app.store.database import store_url
+
+    return store_url(text)
 
 
 def json_option(func: Callable) -> Callable:
@@ -142,6 +202,11 @@ def engine_options(func: Callable) -> Callable:
                           "the adapter at run time) pick llama.cpp, the others transformers (default: settings, auto)."),
         click.option("--threads", type=int, default=None,
                      help="CPU threads for llama.cpp or torch (default: settings, else the engine's)."),
+        click.option("--draft-model", default=None,
+                     help="llama.cpp: speculative decoding, this GGUF model (embedded, or a .gguf of the same "
+                          "vocabulary) drafting for --model, e.g. embedded for embedded-1.5b (default: settings, off)."),
+        click.option("--draft-tokens", type=click.IntRange(min=1), default=None,
+                     help="llama.cpp: most tokens the draft model proposes a step (default: settings, 8)."),
         click.option("--base-url", "base_urls", multiple=True, help="openai backend: server URL, repeatable (…/v1)."),
         click.option("--api-key-env", default=None, help="openai backend: name of the env var holding the API key."),
         click.option("--concurrency", type=int, default=8, show_default=True, help="openai backend: requests in flight."),
@@ -154,7 +219,8 @@ def engine_options(func: Callable) -> Callable:
 
 def make_engine_options(kw: dict) -> EngineOptions:
     """The engine options of `engine_options`' flags (taken out of `kw`) over the settings."""
-    names = ("backend", "engine", "model", "adapter", "quant", "threads", "max_batch", "base_urls", "api_key_env",
+    names = ("backend", "engine", "model", "adapter", "quant", "threads", "max_batch", "draft_model", "draft_tokens",
+             "base_urls", "api_key_env",
              "concurrency", "max_rps")
     return EngineOptions.from_settings(get_settings(), **{name: kw.pop(name, None) for name in names})
 
@@ -167,6 +233,14 @@ def open_store_from(db_url: str | None, *, readonly: bool = False, current: bool
     from logwarden.app.store import open_store
 
     return open_store(db_url or get_settings().db_url, readonly=readonly, current=current, create=create)
+
+
+def known_id(found: str | None, given: str, kind: str) -> str:
+    """The full id the store resolved `given` to, or a usage error (exit 2): an id no record or incident
+    has is a mistyped argument, as a bad flag is, not a failure of the command (every id-taking command)."""
+    if found is None:
+        raise InputError(f"no {kind} with id {given!r}; `logwarden {kind}s list` shows the ids")
+    return found
 
 
 def db_origin() -> str:
@@ -295,6 +369,16 @@ def time_range(since: str | None, until: str | None) -> tuple[datetime | None, d
     if start is not None and end is not None and end < start:
         raise InputError(f"--until {until!r} is before --since {since!r}: nothing can match; swap them")
     return start, end
+
+
+def time_filter_hint(kind: str, count: int, first: datetime | None, last: datetime | None) -> str:
+    """Why --since/--until found nothing while `count` stored `kind` match the other filters: their
+    range, and that the times compared are the logs' own (old logs analysed today are not "24h")."""
+    if first is None or last is None:
+        return f"none of the {count:,} stored {kind} matching the other filters has a time the logs gave"
+    return (f"--since/--until matched none of the {count:,} stored {kind} that match the other filters: their last "
+            f"events run from {first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC. Times are the logs' own (when "
+            f"the events happened, not when they were analysed): try --since {first:%Y-%m-%d}")
 
 
 class StopRequest:

@@ -26,16 +26,15 @@ import click
 
 from logwarden import __version__
 from logwarden.app.config import CONFIG_VARIABLE, get_settings
-from logwarden.cli.commands import COMMANDS
-from logwarden.cli.common import stop_now
+from logwarden.cli.commands import LazyGroup
 from logwarden.cli.terminal import log_filter
 
 THIRD_PARTY_LOGGERS = ("transformers", "torch", "accelerate", "peft", "bitsandbytes", "xgrammar", "huggingface_hub",
                        "urllib3", "httpx", "httpcore", "drain3", "streamlit", "filelock", "watchdog", "xllamacpp",
-                       "py.warnings")
+                       "bm25s", "py.warnings")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="logwarden")
 @click.option("-v", "--verbose", count=True, help="More logging on stderr (-v info, -vv debug, also the libraries').")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -43,6 +42,8 @@ THIRD_PARTY_LOGGERS = ("transformers", "torch", "accelerate", "peft", "bitsandby
                    "A .env in the current folder is never read.")
 def main(verbose: int, config_path: str | None) -> None:
     """logwarden: local-LLM security log analysis (analyze, triage, watch, ui, export)."""
+    from logwarden.cli.common import stop_now  # not at the top: `--version` needs none of its imports
+
     configure_logging(verbose)
     if config_path is not None:  # through the environment: it reaches the UI's server process too
         os.environ[CONFIG_VARIABLE] = os.path.abspath(config_path)
@@ -89,10 +90,6 @@ def _quiet_transformers() -> None:
     if module is not None:
         module.set_verbosity_error()
         module.disable_progress_bar()
-
-
-for _command in COMMANDS:
-    main.add_command(_command)
 
 
 if __name__ == "__main__":

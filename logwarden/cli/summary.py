@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from logwarden.cli.common import LEVEL_STYLES
-from logwarden.cli.terminal import add_row, cell
+from logwarden.cli.terminal import add_row, byte_size, cell
 from logwarden.schemas import RISK_LEVELS, RiskRecord
 
 TOP = 3
@@ -27,8 +27,25 @@ def print_run_summary(console: Console, metrics, records: Sequence[RiskRecord], 
                       model: bool) -> None:
     console.print(_counts_table(metrics, records, model))
     print_detections(console, records)
-    for line in _closing_lines(metrics, records, db_url):
+    for line in _closing_lines(metrics, records):
         console.print(cell(line), highlight=False)
+    print_commands(console, db_url, next_commands(db_url))
+
+
+def print_commands(console: Console, db_url: str, commands: Sequence[str]) -> None:
+    """The database and the commands to go on with, one a line and never wrapped: rich breaks a long
+    line at the width, inside a URL or a path, and a command copied from there is two broken halves.
+    Soft-wrapped, a narrow terminal folds it on screen and a copy gives it whole."""
+    console.print(cell(f"database: {db_url}"), soft_wrap=True, highlight=False)
+    console.print("next:", highlight=False, markup=False)
+    for command in commands:
+        console.print(cell(f"  {command}"), soft_wrap=True, highlight=False)
+
+
+def next_commands(db_url: str) -> list[str]:
+    db = shlex.quote(db_url)
+    return [f"logwarden records list --min-risk high --db {db}", f"logwarden records show ID --db {db}",
+            f"logwarden incidents list --min-risk medium --db {db}", f"logwarden ui --db {db}"]
 
 
 def print_detections(console: Console, records: Sequence[RiskRecord], title: str = "") -> None:
@@ -47,7 +64,7 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows: list[tuple[str, object]] = [("files", m.files), ("lines read", m.lines),
-                                      ("bytes read", _size(m.raw_chars)),
+                                      ("bytes read", byte_size(m.raw_chars)),
                                       ("lines/s", f"{m.as_dict()['lines_per_s']:,.0f}"), ("windows", m.windows)]
     rows += [("baseline deviations", m.deviations)] if getattr(m, "deviations", 0) else []
     if model:
@@ -95,24 +112,18 @@ def _tops_table(records: Sequence[RiskRecord], levels: list[str], title: str = "
     return table
 
 
-def _closing_lines(m, records: Sequence[RiskRecord], db_url: str) -> list[str]:
+def _closing_lines(m, records: Sequence[RiskRecord]) -> list[str]:
     times = sorted(t for r in records for t in (r.first_ts, r.last_ts) if t)
     covered = len({(r.source, n) for r in records for n in r.evidence.line_numbers})
     lines = []
     if times:
         lines.append(f"first event {times[0]:%Y-%m-%d %H:%M:%S}, last event {times[-1]:%Y-%m-%d %H:%M:%S} (UTC)")
     if m.lines:
-        lines.append(f"read {m.lines:,} lines ({_size(m.raw_chars)}); {covered:,} of them are records' evidence: "
+        lines.append(f"read {m.lines:,} lines ({byte_size(m.raw_chars)}); {covered:,} of them are records' evidence: "
                      f"a {100 * (1 - covered / m.lines):.1f}% reduction")
     if getattr(m, "incidents", 0):
         stories = f", {m.stories} with the model's story" if m.stories else ""
         lines.append(f"{m.incidents:,} incidents around this run's records{stories}")
-    db = shlex.quote(db_url)
-    lines += [f"database: {db_url}", "next:",
-              f"  logwarden records list --min-risk high --db {db}",
-              f"  logwarden records show ID --db {db}",
-              f"  logwarden incidents list --min-risk medium --db {db}",
-              f"  logwarden ui --db {db}"]
     return lines
 
 
@@ -131,9 +142,3 @@ def _share(part: int, whole: int) -> str:
     return f"{part:,}/{whole:,}" + (f" ({part / whole:.0%})" if whole else "")
 
 
-def _size(chars: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if chars < 1024 or unit == "GiB":
-            return f"{chars:,.0f} {unit}" if unit == "B" else f"{chars:,.1f} {unit}"
-        chars /= 1024
-    return str(chars)

@@ -72,3 +72,12 @@ class _Visible(logging.Filter):
 
 def log_filter() -> logging.Filter:
     return _Visible()
+
+
+def byte_size(n: float) -> str:
+    """A byte count as a person reads it: `812 B`, `2.2 MiB` (the run summary and the progress ETA)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return str(n)

@@ -58,6 +58,8 @@ class GenStats:
     quant: str = ""
     device: str = ""
     model: str = ""
+    drafted_tokens: int = 0  # speculative decoding: tokens the draft model proposed (0 = none ran)
+    accepted_tokens: int = 0  # of those, the ones the model kept
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +138,7 @@ class Engine(ABC):
 
     model_name: str
     adapter_name: str | None = None
+    adapter_note: str | None = None  # why no adapter runs, as whoever chose it says (the engine runs what it is given)
     device: Device = "cpu"
     max_batch: int = MAX_BATCH  # requests per engine call
 

@@ -31,6 +31,7 @@ class TokenCounter:
     count: Callable[[str], int]
     exact: bool  # False: an estimate (unsupported vocabulary type or pre-tokenizer)
     kind: str
+    tokenizer_json: str | None = None  # the rebuilt tokenizer, as `counter_from_json` reads it back
 
 
 def token_counter(metadata: dict[str, Any]) -> TokenCounter:
@@ -40,8 +41,19 @@ def token_counter(metadata: dict[str, Any]) -> TokenCounter:
     if model != "gpt2" or "tokenizer.ggml.merges" not in metadata:
         return TokenCounter(_estimate, exact=False, kind=f"estimate ({model} vocabulary)")
     tokenizer = byte_level_bpe(metadata, PRE_TOKENIZERS.get(pre, _GPT2))
+    return _counting(tokenizer, exact=pre in PRE_TOKENIZERS, kind=f"bpe/{pre}", tokenizer_json=tokenizer.to_str())
+
+
+def counter_from_json(tokenizer_json: str | None, *, exact: bool, kind: str) -> TokenCounter:
+    """The counter `token_counter` built, from its saved tokenizer (None: the estimate)."""
+    if tokenizer_json is None:
+        return TokenCounter(_estimate, exact=exact, kind=kind)
+    return _counting(Tokenizer.from_str(tokenizer_json), exact=exact, kind=kind, tokenizer_json=tokenizer_json)
+
+
+def _counting(tokenizer: Tokenizer, *, exact: bool, kind: str, tokenizer_json: str) -> TokenCounter:
     return TokenCounter(lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids),
-                        exact=pre in PRE_TOKENIZERS, kind=f"bpe/{pre}")
+                        exact=exact, kind=kind, tokenizer_json=tokenizer_json)
 
 
 def byte_level_bpe(metadata: dict[str, Any], pattern: str) -> Tokenizer:

@@ -2,7 +2,7 @@
 llama.cpp's own server library, called directly — requests never go over HTTP, no child process).
 
 Owns: the llama.cpp context (a GGUF, an optional GGUF LoRA, `slots` parallel sequences with
-continuous batching, flash attention, the slots' prompt cache that keeps the shared system
+continuous batching, flash attention, an optional draft model (llama.cpp's speculative decoding), the slots' prompt cache that keeps the shared system
 prefix's KV, a small RAM prompt cache), warming every slot with that prefix's KV (`warm_prefix`:
 restored from the state file an earlier process saved, or prefilled once and saved —
 `llamacpp_prefix.py`), turning `Request`s into chat-completion tasks (grammar from the request's
@@ -48,8 +48,7 @@ import xllamacpp  # noqa: E402
 
 from logwarden.engine.api import Engine, Generation, GenStats, Request, Sampling, TextStream  # noqa: E402
 from logwarden.engine.embedded import sha256_of  # noqa: E402
-from logwarden.engine.gguf_meta import read_metadata  # noqa: E402
-from logwarden.engine.gguf_tokenizer import token_counter  # noqa: E402
+from logwarden.engine.gguf_cache import header_facts  # noqa: E402
 from logwarden.engine.llamacpp_prefix import PrefixKey, SlotStates, text_sha256  # noqa: E402
 from logwarden.errors import ModelError  # noqa: E402
 
@@ -72,6 +71,10 @@ class LlamaCppConfig:
     flash_attn: bool = True
     prompt_cache_mib: int = 256  # RAM for saved slot states (a prefix another slot had)
     prefix_state_dir: Path | None = None  # where warm_prefix keeps prefix KV files; None = this process only
+    header_cache_dir: Path | None = None  # where the GGUF's header facts are kept (gguf_cache.py); None = none
+    draft_gguf: Path | None = None  # a smaller model of the same vocabulary that drafts (speculative decoding)
+    draft_tokens: int = 8  # at most this many drafted tokens per verification step
+    draft_p_min: float = 0.75  # a drafted token the draft itself is less sure of ends the draft
 
 
 @dataclass(slots=True)
@@ -120,8 +123,9 @@ class LlamaCppEngine(Engine):
         self.sha256 = sha256
         self.max_batch = config.slots
         self.prefix_state: dict[str, Any] | None = None  # what warm_prefix did
-        self.metadata = read_metadata(config.gguf)
-        self._tokens = token_counter(self.metadata)
+        facts = header_facts(config.gguf, sha256=sha256, cache_dir=config.header_cache_dir)
+        self.metadata = facts.metadata  # the header's scalar keys (the vocabulary's arrays are in _tokens)
+        self._tokens = facts.tokens
         self._grammars: dict[str, str] = {}
         self._inflight: set[threading.Event] = set()  # one per running generate/stream: cancel() sets them
         self._socket_dir = Path(tempfile.mkdtemp(prefix="logwarden-llama-"))
@@ -200,6 +204,8 @@ class LlamaCppEngine(Engine):
             "ctx_per_slot": self.config.ctx_per_slot, "max_batch": self.max_batch, "prefix_reuse": True,
             "adapter": self.adapter_name, "adapter_gguf": str(self.config.lora) if self.config.lora else None,
             "adapter_merged": self.adapter_merged, "prefix_state": self.prefix_state,
+            "draft_model": str(self.config.draft_gguf) if self.config.draft_gguf else None,
+            "draft_tokens": self.config.draft_tokens if self.config.draft_gguf else None,
             "tokenizer": self._tokens.kind, "tokenizer_exact": self._tokens.exact,
             "llama_cpp": f"xllamacpp {xllamacpp.__version__}",
         }
@@ -320,7 +326,8 @@ class LlamaCppEngine(Engine):
             total_s=outcome.total_s, tokens_per_s=float(t.get("predicted_per_second", 0.0)),
             peak_memory_mb=_peak_rss_mb(), batch_size=batch_size,
             attention="flash_attn" if self.config.flash_attn else "default", quant=self.quant, device="cpu",
-            model=self.model_name)
+            model=self.model_name, drafted_tokens=int(t.get("draft_n", 0)),
+            accepted_tokens=int(t.get("draft_n_accepted", 0)))
         # "stop" = end of turn, which the grammar admits only once the document is complete
         finished = outcome.error is None and outcome.finish == "stop"
         return Generation(text="".join(outcome.pieces), stats=stats, finished=finished,
@@ -366,8 +373,28 @@ def _params(config: LlamaCppConfig, socket: Path, states: Path) -> Any:
     p.hostnames = [str(socket)]
     p.slot_save_path = f"{states}{os.sep}"  # llama.cpp appends the file name to it as a string
     p.n_threads_http = 1
+    if config.draft_gguf is not None:
+        _speculate(p, config)
     p.verbosity = 1  # errors and warnings only
     return p
+
+
+def _speculate(p: Any, config: LlamaCppConfig) -> None:
+    """llama.cpp's own speculative decoding: per slot, the draft model proposes up to `draft_tokens`
+    greedily (stopping where its own top probability falls under `draft_p_min`), the model checks
+    them in one batch and keeps the longest run its own sampler — grammar included — agrees with,
+    plus one token of its own. Under greedy sampling the answer is the model's alone."""
+    if config.draft_tokens < 1:
+        raise ModelError(f"draft_tokens must be ≥ 1 (got {config.draft_tokens}).")
+    draft = p.speculative.draft
+    draft.mparams.path = str(config.draft_gguf)
+    draft.n_max = config.draft_tokens
+    draft.n_min = 0
+    draft.p_min = config.draft_p_min
+    for cpu in (draft.cpuparams, draft.cpuparams_batch):
+        cpu.n_threads = config.threads or -1
+        cpu.poll = 0
+    p.speculative.types = [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
 
 
 def _start(params: Any, config: LlamaCppConfig) -> Any:

@@ -42,6 +42,7 @@ DERIVED_BY_DEFAULT = ("embedded",)
 ENGINE_QUANTS = (*QUANTS, *LLAMACPP_QUANTS)  # every `--quant` of analyze, watch, triage, eval
 ENGINES = ("auto", "transformers", "llamacpp")
 LLAMACPP_SLOTS = 4  # parallel sequences on CPU (docs/ENGINE.md: measured against 1, 2 and 8)
+HEADERS = "headers"  # under the model cache: a GGUF's scalar metadata and tokenizer, by its sha256
 PREFIX_STATES = "prefix-kv"  # under the model cache: the system prefix's KV, one file per model+adapter+prefix
 
 
@@ -267,11 +268,17 @@ def load_engine(*, engine: str = "auto", model: str = "embedded", adapter: str |
                 quant: str = "auto", threads: int | None = None, device: str | None = None, max_batch: int = MAX_BATCH,
                 slots: int | None = None, attn: str | None = None, merge_adapter: bool | None = None,
                 cache_dir: Path | None = None, cache_kind: str | None = None,
-                decoder: str | None = None) -> LocalEngine | LlamaCppEngine:
-    """The engine `choose_engine` picks, loaded. `slots` (llama.cpp) None = min(max_batch, 4)."""
+                decoder: str | None = None, draft_model: str | None = None,
+                draft_tokens: int = 8) -> LocalEngine | LlamaCppEngine:
+    """The engine `choose_engine` picks, loaded. `slots` (llama.cpp) None = min(max_batch, 4).
+    `draft_model`: speculative decoding, llama.cpp only (the transformers engine's own loop has none)."""
     if choose_engine(engine, model=model, quant=quant, device=device) == "llamacpp":
         return load_llamacpp(model=model, adapter=adapter, quant=quant, threads=threads, cache_dir=cache_dir,
-                             slots=slots or min(max_batch, LLAMACPP_SLOTS))
+                             slots=slots or min(max_batch, LLAMACPP_SLOTS), draft_model=draft_model,
+                             draft_tokens=draft_tokens)
+    if draft_model:
+        raise ConfigError("--draft-model runs on the llama.cpp engine; the transformers engine has no speculative "
+                          "decoding. Fix: use --engine llamacpp, or drop --draft-model.")
     return load_transformers(model=model, adapter=adapter, quant=quant, threads=threads, device=device,
                              max_batch=max_batch, attn=attn, merge_adapter=merge_adapter, cache_dir=cache_dir,
                              cache_kind=cache_kind, decoder=decoder)
@@ -288,15 +295,21 @@ def resolve_gguf(spec: str, *, cache_dir: Path | None = None) -> ModelSource:
 
 def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, quant: str = "auto",
                   threads: int | None = None, slots: int = LLAMACPP_SLOTS, ctx_per_slot: int = 4096,
-                  cache_dir: Path | None = None) -> LlamaCppEngine:
+                  cache_dir: Path | None = None, draft_model: str | None = None,
+                  draft_tokens: int = 8) -> LlamaCppEngine:
     """`quant` q4_0: the derived GGUF, the adapter in its weights (no LoRA at run time); q4_k_m: the
-    GGUF as shipped + the adapter as a GGUF LoRA; auto: `DERIVED_BY_DEFAULT` says which."""
+    GGUF as shipped + the adapter as a GGUF LoRA; auto: `DERIVED_BY_DEFAULT` says which.
+    `draft_model` (a GGUF spec of the same vocabulary, e.g. `embedded` for `embedded-1.5b`) drafts
+    up to `draft_tokens` tokens a step for the model to check (speculative decoding)."""
     from logwarden.engine.llamacpp import LlamaCppConfig, LlamaCppEngine
 
     _check_threads(threads)
     adapter_dir = Path(adapter).expanduser() if adapter else None
     common = {"threads": threads, "slots": slots, "ctx_per_slot": ctx_per_slot,
-              "prefix_state_dir": cache_dir / PREFIX_STATES if cache_dir else None}
+              "prefix_state_dir": cache_dir / PREFIX_STATES if cache_dir else None,
+              "header_cache_dir": cache_dir / HEADERS if cache_dir else None,
+              "draft_gguf": _draft_gguf(draft_model, cache_dir) if draft_model else None,
+              "draft_tokens": draft_tokens}
     if llamacpp_weights(model, quant) == "q4_0":
         derived = _derived_gguf(model, adapter_dir, _cache(cache_dir, "A derived Q4_0 model is written"))
         return LlamaCppEngine(LlamaCppConfig(gguf=derived.path, **common), model_name=_name(model),
@@ -306,6 +319,17 @@ def load_llamacpp(*, model: str = "embedded", adapter: str | None = None, quant:
     lora = _gguf_lora(adapter_dir, gguf, cache_dir) if adapter_dir else None
     return LlamaCppEngine(LlamaCppConfig(gguf=gguf, lora=lora, **common), model_name=source.name,
                           sha256=source.sha256, adapter_name=adapter)
+
+
+def _draft_gguf(spec: str, cache_dir: Path | None) -> Path:
+    """The draft model's file, plain (no adapter: it only proposes; the model decides): for an
+    embedded model the weights `--quant auto` would run, a .gguf path as it is."""
+    if not is_gguf_spec(spec):
+        raise ConfigError(f"--draft-model takes a GGUF model (embedded, embedded-1.5b or a .gguf file), not {spec!r}.")
+    if llamacpp_weights(spec, "auto") == "q4_0":
+        return _derived_gguf(spec, None, _cache(cache_dir, "A derived Q4_0 model is written")).path
+    source = resolve_gguf(spec, cache_dir=cache_dir)
+    return source.path / (source.gguf_file or "")
 
 
 def llamacpp_weights(model: str, quant: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from logwarden.schemas.assessment import Category, RiskLevel
-from logwarden.schemas.record import STORED_TEXT_MAX, Status
+from logwarden.schemas.record import STORED_TEXT_MAX, CloseReason, Status
 
 STORY_VERSION = "incident_v1"
 KILL_CHAIN = ("reconnaissance", "initial_access", "execution", "persistence", "privilege_escalation",
@@ -66,9 +66,12 @@ class Incident(_Strict):
     entities: dict[str, list[str]] = Field(default_factory=dict)
     pivots: list[str] = Field(default_factory=list)  # kind=value that linked the members
     record_ids: list[str] = Field(default_factory=list)
-    status: Status = "new"
+    status: Status = "open"
+    close_reason: CloseReason | None = None
     owner: str | None = None
     analyst_note: str | None = None
+    reviewer: str | None = None
+    reviewed_at: datetime | None = None
 
 
 def incident_id(earliest_record_id: str) -> str:

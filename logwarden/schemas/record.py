@@ -9,6 +9,7 @@ since have defaults.
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -17,12 +18,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from logwarden.schemas.assessment import SCHEMA_VERSION, Category, RiskLevel
 
 LIST_MAX = 50
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 HOST_SEPARATOR = ", "  # a record on several hosts names them all in `host`
 STORED_TEXT_MAX = 4000
 
 DecidedBy = Literal["rules", "llm", "rules+llm"]
-Status = Literal["new", "confirmed", "false_positive", "resolved"]
-STATUSES: tuple[str, ...] = ("new", "confirmed", "false_positive", "resolved")
+# The review workflow SOC tools share (Elastic Security's alert workflow, Splunk ES's finding
+# statuses): a record or incident is open until someone acknowledges it, in progress while it is
+# worked, and closed with a reason (Kibana's closing reasons, bar "other").
+Status = Literal["open", "acknowledged", "in_progress", "closed"]
+STATUSES: tuple[str, ...] = ("open", "acknowledged", "in_progress", "closed")
+OPEN_STATUSES: tuple[str, ...] = ("open", "acknowledged", "in_progress")  # still someone's work
+CloseReason = Literal["true_positive", "benign_positive", "false_positive", "duplicate"]
+CLOSE_REASONS: tuple[str, ...] = ("true_positive", "benign_positive", "false_positive", "duplicate")
 
 RISK_SCORES = {"info": 10, "low": 30, "medium": 55, "high": 80, "critical": 95}
 
@@ -92,8 +100,11 @@ class RiskRecord(_Strict):
     adapter: str | None = None
     prompt_version: str
     schema_version: str = SCHEMA_VERSION
-    status: Status = "new"
+    status: Status = "open"
+    close_reason: CloseReason | None = None  # set exactly when `status` is closed
     analyst_note: str | None = None
+    reviewer: str | None = None  # who changed the review last, and when
+    reviewed_at: datetime | None = None
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     run_id: str | None = None
     raw_model_output: str | None = None
@@ -107,6 +118,15 @@ class RiskRecord(_Strict):
     # The model's enumerated verdict on a baseline deviation (verdict, stage, category; analyze_v4):
     # benign kept it at info, attack raised it; empty when the model gave none.
     verdict: dict[str, str] = Field(default_factory=dict, max_length=4)
+    # The titles of the rules in `detections` (id → title), as the store knows them when it reads the
+    # record (not a column of its own: the store keeps one title per rule).
+    rule_titles: dict[str, str] = Field(default_factory=dict)
+
+    def rule_names(self) -> list[str]:
+        """`detections` as a person reads them: a rule whose id is a UUID (SigmaHQ's) by its title, a
+        named rule (`lw-ssh-bruteforce`) by its name."""
+        return [self.rule_titles.get(rule_id, rule_id) if _UUID.match(rule_id) else rule_id
+                for rule_id in self.detections]
 
     @property
     def hosts(self) -> list[str]:
@@ -123,6 +143,20 @@ def record_id(*, source: str, inode: int, line_start: int, line_end: int, prompt
     key = "\x1f".join(map(str, (source, inode, line_start, line_end, prompt_version, schema_version,
                                  discriminator)))
     return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
+def review_error(status: str | None, reason: str | None) -> str | None:
+    """Why a (status, close reason) pair is not a review state, or None: closed needs a reason, the
+    other states take none. `status` None (keep the current one) takes no reason either."""
+    if status is not None and status not in STATUSES:
+        return f"unknown review status {status!r}; use one of: {', '.join(STATUSES)}"
+    if reason is not None and reason not in CLOSE_REASONS:
+        return f"unknown close reason {reason!r}; use one of: {', '.join(CLOSE_REASONS)}"
+    if status == "closed" and reason is None:
+        return f"closing needs a reason: one of {', '.join(CLOSE_REASONS)}"
+    if status != "closed" and reason is not None:
+        return "a close reason goes with status closed only"
+    return None
 
 
 def risk_score(level: str) -> int:

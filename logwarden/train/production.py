@@ -70,7 +70,8 @@ def collect_items(paths: Sequence[Path], history: Sequence[Path], count_tokens: 
     import dataclasses
 
     from logwarden.app.baseline.learn import learn_paths
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
     from logwarden.train.replay import RecordingEngine
 
@@ -309,7 +310,7 @@ class ScenarioJudge:
         import dataclasses
 
         from logwarden.app.baseline.learn import learn_paths
-        from logwarden.app.pipeline import RunOptions
+        from logwarden.app.run_options import RunOptions
         from logwarden.app.store import open_store
 
         self.count_tokens = count_tokens

@@ -45,7 +45,8 @@ from logwarden.app.events import LogLine, Signal
 from logwarden.app.ingest import TailRead
 from logwarden.app.mine import SourceMiner, Window, windows
 from logwarden.app.parse import parse_stream
-from logwarden.app.pipeline import RunOptions, line_limit
+from logwarden.app.pipeline import line_limit
+from logwarden.app.run_options import RunOptions
 from logwarden.engine.api import CountTokens
 from logwarden.errors import InputError
 from logwarden.train.targets import Truth, answer

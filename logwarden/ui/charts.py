@@ -113,7 +113,23 @@ def incident_timeline(rows: Sequence[tuple[str, object, str, str, str]]) -> alt.
     `rows`: (host, first event, level, category, short id)."""
     frame = pd.DataFrame(rows, columns=["host", "time", "level", "category", "record"])
     frame["time"] = pd.to_datetime(frame["time"], utc=True).dt.tz_localize(None)
+    domain, label = time_domain(frame["time"])
     return alt.Chart(frame).mark_circle(size=140, opacity=0.9).encode(
-        x=alt.X("time:T", title="first event (UTC)"), y=alt.Y("host:N", title=None),
+        x=alt.X("time:T", title="first event (UTC)", scale=alt.Scale(type="utc", domain=domain),
+                axis=alt.Axis(format=label, labelOverlap=True, tickCount=6)),
+        y=alt.Y("host:N", title=None),
         color=alt.Color("level:N", scale=_LEVEL_SCALE, legend=alt.Legend(orient="bottom")),
-        tooltip=["record", "time:T", "level", "category", "host"])
+        tooltip=["record", alt.Tooltip("time:T", format="%Y-%m-%d %H:%M:%S", title="time (UTC)"), "level",
+                 "category", "host"])
+
+
+def time_domain(times: pd.Series) -> tuple[list[str], str]:
+    """The axis's span and its tick labels' format. Records of one burst share their second: Vega's own
+    domain around a single instant is a second wide and its ticks read `.500` (milliseconds), so the
+    span is widened to a minute at least and the labels are times of day, dates once it passes a day."""
+    low, high = times.min(), times.max()
+    pad = max((high - low) * 0.05, pd.Timedelta(seconds=30))
+    span = high - low + 2 * pad
+    label = ("%H:%M:%S" if span <= pd.Timedelta(minutes=5) else "%H:%M" if span <= pd.Timedelta(hours=12)
+             else "%m-%d %H:%M" if span <= pd.Timedelta(days=4) else "%Y-%m-%d")
+    return [(low - pad).isoformat(), (high + pad).isoformat()], label

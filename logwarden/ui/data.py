@@ -18,9 +18,11 @@ from typing import Any
 
 import streamlit as st
 
+from logwarden.app.backends import facts_line, model_facts, record_model_facts
 from logwarden.app.config import Settings
 from logwarden.app.store import (
     ErrorInfo,
+    FeedbackInfo,
     IndicatorCount,
     RecordFilter,
     ReviewInfo,
@@ -33,6 +35,7 @@ from logwarden.app.store import (
 )
 from logwarden.errors import ConfigError
 from logwarden.schemas import RiskRecord
+from logwarden.schemas.record import CLOSE_REASONS, STATUSES
 from logwarden.ui.text import csv_safe
 
 TTL_S = 30
@@ -144,14 +147,66 @@ def record(url: str, record_id: str) -> RiskRecord | None:
     return store_for(url).get_record(record_id)
 
 
+def model_facts_of(url: str, r: RiskRecord) -> dict[str, str | None]:
+    """Which model made the record (name, quantisation, adapter or why none), from its run."""
+    run = store_for(url).get_run(r.run_id) if r.run_id else None
+    return record_model_facts(r, run.config if run else None)
+
+
+def model_line(facts: dict[str, str | None]) -> str:
+    """The facts as one line: 'model embedded (q4_0), adapter none: …'."""
+    return facts_line(facts)
+
+
+def engine_line(engine) -> str:
+    """Which model the triage page runs (None: the rules alone)."""
+    return facts_line(model_facts(engine))
+
+
 def reviews(url: str, record_id: str) -> list[ReviewInfo]:
     return store_for(url).list_reviews(record_id)
 
 
-def add_review(url: str, record_id: str, *, status: str, note: str | None, reviewer: str | None) -> None:
+# What a review form or button offers: the open states, and closed with each reason (one pick is
+# always a valid pair).
+REVIEW_CHOICES = (*(s for s in STATUSES if s != "closed"), *(f"closed ({reason})" for reason in CLOSE_REASONS))
+
+
+def review_choice(status: str, reason: str | None) -> str:
+    """The choice showing a record's or incident's state: `closed (false_positive)`, `open`."""
+    return f"{status} ({reason})" if reason else status
+
+
+def parse_choice(choice: str) -> tuple[str, str | None]:
+    status, _, reason = choice.partition(" (")
+    return status, reason.rstrip(")") or None
+
+
+def add_review(url: str, record_id: str, *, choice: str | None, note: str | None, reviewer: str | None) -> None:
+    """`choice` one of `REVIEW_CHOICES` (None keeps the state)."""
     _writable()
-    store_for(url).add_review(record_id, status=status, note=note or None, reviewer=reviewer or None)
+    status, reason = parse_choice(choice) if choice else (None, None)
+    store_for(url).add_review(record_id, status=status, reason=reason, note=note or None, reviewer=reviewer or None)
     st.cache_data.clear()  # counts by status and the records table changed
+
+
+def add_feedback(url: str, kind: str, target_id: str, *, verdict: str, reason: str | None, note: str | None,
+                 reviewer: str | None) -> FeedbackInfo:
+    """Accept or reject the model's judgement (app/store/feedback.py); an InputError says why not."""
+    _writable()
+    return store_for(url).add_feedback(kind, target_id, verdict=verdict, reason=reason, note=note, reviewer=reviewer)
+
+
+def feedback(url: str, kind: str, target_id: str) -> list[FeedbackInfo]:
+    return store_for(url).list_feedback(kind, target_id)
+
+
+def triage_answer(url: str, *, snippet: str, answer: str, verdict: str, model: str | None,
+                  record_ids: list[str]) -> str:
+    """Keep the model's answer to a snippet (the first time it is judged); its id."""
+    _writable()
+    return store_for(url).add_triage_answer(snippet=snippet, answer=answer, verdict=verdict, model=model,
+                                            record_ids=record_ids)
 
 
 def accept_deviation(url: str, ref: str) -> str:
@@ -215,10 +270,18 @@ def export_text(url: str, key: FilterKey, fmt: str) -> str:
 
 # -- incidents (never cached: a handful of primary-key and indexed reads) ----------------------------
 
-def incidents(url: str, *, min_risk: str | None = None, statuses: tuple[str, ...] = (), limit: int = 500):
+def incidents(url: str, *, min_risk: str | None = None, statuses: tuple[str, ...] = (), limit: int = 500,
+              offset: int = 0):
     from logwarden.app.store import IncidentFilter
 
-    return store_for(url).incidents.query(IncidentFilter(min_risk=min_risk, statuses=statuses), limit=limit)
+    return store_for(url).incidents.query(IncidentFilter(min_risk=min_risk, statuses=statuses), limit=limit,
+                                          offset=offset)
+
+
+def incident_count(url: str, *, min_risk: str | None = None, statuses: tuple[str, ...] = ()) -> int:
+    from logwarden.app.store import IncidentFilter
+
+    return store_for(url).incidents.count(IncidentFilter(min_risk=min_risk, statuses=statuses))
 
 
 def incident(url: str, incident_id: str):
@@ -233,11 +296,15 @@ def incident_reviews(url: str, incident_id: str) -> list[dict[str, Any]]:
     return store_for(url).incidents.reviews(incident_id)
 
 
-def review_incident(url: str, incident_id: str, *, status: str, owner: str | None, note: str | None,
-                    reviewer: str | None) -> None:
+def review_incident(url: str, incident_id: str, *, choice: str, owner: str | None, note: str | None,
+                    reviewer: str | None) -> int:
+    """The incident's review, which a new state takes to its records; returns how many changed."""
     _writable()
-    store_for(url).incidents.review(incident_id, status=status, owner=owner or None, note=note or None,
-                                    reviewer=reviewer or None)
+    status, reason = parse_choice(choice)
+    written = store_for(url).incidents.review(incident_id, status=status, reason=reason, owner=owner or None,
+                                              note=note or None, reviewer=reviewer or None)
+    st.cache_data.clear()  # its records' states changed too
+    return int(written["records"])
 
 
 def incident_of(url: str, record_id: str):

@@ -8,7 +8,7 @@ import streamlit as st
 
 from logwarden.app.config import Settings
 from logwarden.app.explain import explain
-from logwarden.app.pipeline import RunOptions
+from logwarden.app.run_options import RunOptions
 from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
 from logwarden.ui.text import escape_markdown

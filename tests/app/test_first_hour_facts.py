@@ -1,5 +1,5 @@
 """The first facts an analyst checks must be right (issue 31): a record's host is its own evidence
-lines' host, year-less syslog gets the year of the run's dated lines, files that are not logs are
+lines' host, year-less syslog gets its own file's year (issue 45; it was the run's dated lines), files that are not logs are
 skipped, a cut evidence line says how much was cut, a compressed source shows no negative lag.
 Real sample logs through the real pipeline (rules-only) into a real SQLite store."""
 
@@ -16,7 +16,8 @@ from _repo import REPO
 from logwarden.app.events import LogLine
 from logwarden.app.export import export_records
 from logwarden.app.parse import parse_stream
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import RecordFilter, open_store
 
 SAMPLES = REPO / "sample_logs"
@@ -68,7 +69,7 @@ def test_a_record_whose_lines_come_from_several_hosts_lists_them(tmp_path):
     assert f"on {record.host}," in record.trace
 
 
-# -- item 6: year-less syslog dated from the run's dated lines -----------------------------------------
+# -- item 6: year-less syslog dated from its own file (issue 45) -----------------------------------------
 
 
 def _age(path: Path, year: int) -> None:
@@ -76,18 +77,20 @@ def _age(path: Path, year: int) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def test_year_less_lines_take_the_year_of_the_runs_dated_lines_not_the_mtime(tmp_path):
+def test_year_less_lines_take_their_own_files_year_not_the_runs_dated_lines(tmp_path):
+    """Issue 45 reversed issue 31's choice: another file's years never date a syslog (a 2005 log
+    beside a 2026 one took 2026); see tests/cli/test_dates_per_file.py."""
     folder = tmp_path / "logs"
     folder.mkdir()
     for name in ("auth.log", "access.log"):  # web01's syslog and its dated access log (12/Mar/2024)
         shutil.copyfile(SAMPLES / name, folder / name)
-    _age(folder / "auth.log", 2026)  # a checkout or a copy: the mtime is not when the lines were written
+    _age(folder / "auth.log", 2025)  # its lines state no year: the mtime's year it is
     store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
     metrics = Pipeline(store, None, RunOptions(rules_only=True)).analyze([folder])
     years = {r.last_ts.year for r in store.query_records(limit=200) if r.source.endswith("auth.log")}
-    assert years == {2024}
+    assert years == {2025}
     [reason] = [why for name, why in metrics.years.items() if name.endswith("auth.log")]
-    assert "dated lines" in reason and "2024-03-12" in reason
+    assert "modification time (2025-12-04)" in reason
 
 
 def test_without_dated_lines_the_mtime_and_with_year_the_year_given(tmp_path):

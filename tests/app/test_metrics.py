@@ -12,8 +12,9 @@ from _incident_helpers import ATTACKER, burst, write
 
 from logwarden.app.incidents.story import StoryStats
 from logwarden.app.metrics import RunMetrics
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
 from logwarden.app.review import ReviewStats
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.engine.api import Generation, GenStats, ModelUsage
 

@@ -9,8 +9,9 @@ import pytest
 from _fake_engine import NOTHING, FakeEngine
 from _log_fixtures import write_logs
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
 from logwarden.app.review import BREAKER_FAILURES
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.errors import ModelError
 

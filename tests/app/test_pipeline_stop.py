@@ -1,4 +1,5 @@
-"""Stopping during model work, and progress that counts the model's work (issue 31, items 8 and 9).
+"""Stopping during model work, and progress that counts the model's work (issue 31, items 8 and 9;
+the ETA's arithmetic is tested in tests/cli/test_progress.py).
 
 The engine is a stand-in that holds every batch until it is cancelled (the real llama.cpp engine's
 cancellation has its own test in tests/engine/test_engine_llamacpp_model.py); what is under test is
@@ -14,9 +15,9 @@ import pytest
 from _fake_engine import FakeEngine
 from _log_fixtures import write_logs
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import RecordFilter, open_store
-from logwarden.cli.progress import RunProgress, estimate_eta
 from logwarden.errors import RunStopped
 
 GOOD = ('{"findings":[{"evidence":["T1"],"anomaly":"30 failed logins then a root login from 203.0.113.7",'
@@ -82,41 +83,3 @@ def test_progress_reports_prompts_queued_and_done_and_tokens(logs):
     assert total["new_tokens"] == metrics.usage.new_tokens
     first_done = next(i for i, (name, _) in enumerate(events) if name == "llm_done")
     assert any(name == "llm_queued" for name, _ in events[:first_done])  # queued before answered
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
-def test_eta_counts_the_model_work_left_not_the_lines(tmp_path):
-    """A fresh `make run` read every line in seconds and then showed "ETA 0:00:03" for 15 minutes
-    of model work. All read, 10 of 100 prompts answered in 100 s: 900 s are left."""
-    log = tmp_path / "a.log"
-    log.write_bytes(b"x" * 10_000)
-    clock = FakeClock()
-    progress = RunProgress([log], _quiet_console(), model=True, clock=clock)
-    progress.update("bytes", 10_000)
-    progress.update("llm_queued", 100)
-    clock.now = 100.0
-    progress.update("llm_done", 10)
-    assert progress.eta() == pytest.approx(900)
-    assert progress.eta_text() == "ETA 0:15:00"
-
-
-def test_eta_extrapolates_prompts_from_the_share_read():
-    # a quarter read, 20 prompts queued so far (80 expected), 20 answered in 200 s → 60 × 10 s
-    assert estimate_eta(elapsed_s=200, bytes_read=250, bytes_total=1000, queued=20, done=20) == pytest.approx(600)
-    assert estimate_eta(elapsed_s=5, bytes_read=0, bytes_total=1000, queued=3, done=0) is None
-    assert estimate_eta(elapsed_s=10, bytes_read=500, bytes_total=1000, queued=0, done=0) == pytest.approx(10)
-
-
-def _quiet_console():
-    import io
-
-    from rich.console import Console
-
-    return Console(file=io.StringIO(), force_terminal=False)

@@ -11,11 +11,13 @@ from logwarden.app.events import Event, Signal
 from logwarden.app.mine import SourceMiner, windows
 from logwarden.app.parse.messages import message_fields
 from logwarden.app.postprocess import (
+    DEFAULT_RECOMMENDATION,
     AssessmentError,
     LLMResult,
     Provenance,
     assess_window,
     build_records,
+    default_recommendation,
     group_signals,
     parse_assessment,
     result_of,
@@ -331,3 +333,43 @@ def test_a_review_of_one_part_keeps_the_whole_group_its_lines_belong_to():
     [reviewed] = assess_window(item.window(), item.signals, [answer(part, finding(evidence=["L1"]))], PROV).records
     assert reviewed.id == full.id and reviewed.decided_by == "rules+llm"
     assert reviewed.evidence.line_numbers == full.evidence.line_numbers == [1, 2, 6, 7]
+
+
+def _rules_record(rule_file: str, *, shipped: bool = False):
+    """The rules-only record a rule's signal makes, the rule read as a run reads it (its tags → category)."""
+    from _sigma_helpers import sigma_dir
+
+    from logwarden.app.detect import load_ruleset, shipped_ruleset
+
+    ruleset = shipped_ruleset() if shipped else load_ruleset([sigma_dir() / rule_file])
+    rule = next(r for r in ruleset.rules if shipped is False or r.id == rule_file)
+    signal = Signal(rule_id=rule.id, title=rule.title, level=rule.level, category=rule.category,
+                    techniques=rule.techniques, source="/var/log/auth.log", line_numbers=[1, 2])
+    window, _ = window_of(BRUTE[:2], [signal])
+    [record] = build_records(window, [signal], None, PROV)
+    return record
+
+
+def test_credential_dumping_gets_credential_advice_not_the_privilege_change():
+    """Issue 45: SigmaHQ's mimikatz rule (attack.credential_access, T1003) is filed under privilege_escalation
+    and got "Confirm the privilege change was authorised"."""
+    dumping = _rules_record("rules/windows/process_creation/proc_creation_win_hktl_mimikatz_command_line.yml")
+    assert dumping.category == "privilege_escalation" and dumping.decided_by == "rules"
+    assert "privilege change" not in dumping.recommendation
+    assert "credentials" in dumping.recommendation and "reset" in dumping.recommendation
+    sudo = _rules_record("rules/linux/file_event/file_event_lnx_persistence_sudoers_files.yml")
+    assert sudo.category == "privilege_escalation" and "privilege change" in sudo.recommendation
+    brute = build_records(*window_of(BRUTE, [SIGNAL])[:1], [SIGNAL], None, PROV)[0]  # T1110: credential access too
+    assert brute.recommendation == DEFAULT_RECOMMENDATION["brute_force"]
+
+
+def test_every_category_has_its_own_default_advice():
+    from logwarden.schemas import CATEGORIES
+
+    assert set(DEFAULT_RECOMMENDATION) == set(CATEGORIES)
+    assert len(set(DEFAULT_RECOMMENDATION.values())) == len(CATEGORIES)  # no category borrows another's
+    for category in CATEGORIES:
+        assert default_recommendation(category) == DEFAULT_RECOMMENDATION[category]
+    assert "sign-in" in default_recommendation("policy_violation", ["T1078.004"])  # valid accounts: not "restore logging"
+    assert default_recommendation("policy_violation", ["T1562.001"]) == DEFAULT_RECOMMENDATION["policy_violation"]
+    assert default_recommendation("malware_execution", ["T1003.001"]) != DEFAULT_RECOMMENDATION["malware_execution"]

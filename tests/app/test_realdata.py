@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.errors import InputError
 from logwarden.prompts import user_prompt

@@ -20,8 +20,9 @@ from logwarden.app import backends
 from logwarden.app.baseline.learn import learn_paths
 from logwarden.app.config import Settings
 from logwarden.app.pending import review_pending
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
 from logwarden.app.review import Budget
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import RecordFilter, open_store
 from logwarden.cli.main import main
 from logwarden.schemas.assessment import schema_deviations

@@ -334,7 +334,8 @@ def test_bench_web_visitors_come_from_many_networks_the_samples_from_few(tmp_pat
 def test_the_bench_mix_gives_the_baseline_judge_deviations(tmp_path: Path) -> None:
     """What the bench's "with baselines" figure measures: a warmed-up judge that reports deviations
     (with the samples' visitors it reported none)."""
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.store import open_store
 
     paths = bench.generate(tmp_path / "logs", lines=40_000, seed=1)

@@ -17,8 +17,9 @@ import pytest
 from _repo import REPO, SAMPLE_LOGS
 
 from logwarden.app.incidents.story import StoryStats, check_story
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
 from logwarden.app.postprocess import DEFAULT_RECOMMENDATION
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.textgate import REASONS, check, rejected_note, rejected_techniques
 from logwarden.cli.summary import rejected_text
@@ -128,3 +129,43 @@ def test_a_fragment_of_the_digest_in_braces_is_a_copy_of_the_digest():
     assert check("{B1=Pay+at+the+desk%2F}", digest, ids=["L12"]).reason == "digest"
     assert check('"B1=Pay+at+the+desk%2F"', digest, ids=["L12"]).reason == "digest"
     assert check("B1 holds a slash, never seen in its values", digest, ids=["L12"]).passed
+
+
+# Recommendations the models wrote on realdata's held-out side (GPU run of 2026-12-07, issue 38; the
+# digests are third-party and not kept): the 0.5B's advice to destroy the evidence, both models'
+# "nothing to do" on records a rule had flagged.
+HELD_OUT_TAMPER = ["remove the line from the log", "Remove the log digest from the source.",
+                   "rebuild the log with the new baseline", "remove the lines from the digest"]
+HELD_OUT_DISMISSAL = ["No action needed.", "No recommendation needed.", "No further action needed.",
+                      "No recommendation available."]
+DIGEST = ("source: auth.log (syslog)\n L3: Failed password for root from 203.0.113.7 port 4242 ssh2\n"
+          " L9: Accepted publickey for root from 203.0.113.7: key added to /root/.ssh/authorized_keys")
+
+
+@pytest.mark.parametrize("text", HELD_OUT_TAMPER)
+def test_advice_to_destroy_the_evidence_is_rejected(text):
+    assert check(text, DIGEST).reason == "tamper"
+
+
+@pytest.mark.parametrize("text", HELD_OUT_DISMISSAL)
+def test_nothing_to_do_said_of_a_flagged_record_is_rejected(text):
+    assert check(text, DIGEST).reason == "dismissal"
+
+
+def test_a_dismissal_may_explain_a_benign_verdict():
+    assert check("No unusual values in these lines.", DIGEST, dismissal_ok=True).passed
+    assert check("No unusual values in these lines.", DIGEST).reason == "dismissal"
+
+
+def test_the_rest_of_a_text_stays_when_one_sentence_advises_deleting_the_log():
+    said = check("Block 203.0.113.7 at the firewall. Then delete the log lines it wrote.", DIGEST)
+    assert said.text == "Block 203.0.113.7 at the firewall."
+
+
+@pytest.mark.parametrize("text", [
+    "Remove the key added to /root/.ssh/authorized_keys and reset the root password.",
+    "Review the logs of 203.0.113.7 for further logins.",
+    "Block 203.0.113.7 and check whether the root login from it succeeded.",
+    "Preserve the auth.log lines as evidence before rotating it."])
+def test_remediation_that_removes_the_attacker_s_access_passes(text):
+    assert check(text, DIGEST).passed, check(text, DIGEST)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from _fake_engine import FakeEngine
 
 from logwarden.app.config import Settings
-from logwarden.app.pipeline import RunOptions
+from logwarden.app.run_options import RunOptions
 from logwarden.app.triage import assess
 
 BRUTE = "\n".join(f"Mar 11 02:14:{i:02d} web-01 sshd[{2211 + i}]: Failed password for root from 203.0.113.45 port "

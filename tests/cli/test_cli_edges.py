@@ -107,12 +107,31 @@ def test_a_db_that_is_not_sqlite_or_is_corrupt_is_a_clear_error(tmp_path):
     data = bytearray(corrupt.read_bytes())
     data[100:4096] = b"\xff" * (4096 - 100)  # the schema page overwritten
     corrupt.write_bytes(bytes(data))
-    for url in (f"sqlite:///{text_file}", f"sqlite:///{corrupt}", str(tmp_path / "plain-path.db")):
+    for url in (f"sqlite:///{text_file}", f"sqlite:///{corrupt}", str(text_file), str(corrupt)):
         for command in (("records", "list"), ("db", "info"), ("analyze", str(brute_force_log(tmp_path)), "--rules-only")):
             result = run(*command, "--db", url)
             assert result.exit_code == 2, (url, command, result.output)
             assert "Traceback" not in result.output and "error:" in result.stderr
             assert "immutable" not in result.stderr  # the user's URL, not the read-only one opened
+
+
+def test_a_db_path_is_the_sqlite_file_there(tmp_path, monkeypatch):
+    """Issue 45: `--db ./lw.db` was 'Bad database URL'; a relative or absolute path (or LOGWARDEN_DB)
+    names the SQLite file, the same one whatever the folder the next command runs in."""
+    monkeypatch.chdir(tmp_path)
+    result = run("analyze", str(brute_force_log(tmp_path)), "--rules-only", "--json", "--db", "./lw.db")
+    assert result.exit_code == 0, result.output
+    stored = len(json.loads(result.stdout)["records"])
+    assert stored > 0 and (tmp_path / "lw.db").is_file()
+    for args in (("records", "list", "--json", "--db", str(tmp_path / "lw.db")),
+                 ("records", "list", "--json", "--db", "lw.db")):
+        listed = run(*args)
+        assert listed.exit_code == 0, listed.output
+        assert len(json.loads(listed.stdout)) == stored
+    monkeypatch.setenv("LOGWARDEN_DB", "./lw.db")
+    info = run("db", "info", "--json")
+    assert info.exit_code == 0, info.output
+    assert json.loads(info.stdout)["url"] == f"sqlite:///{tmp_path / 'lw.db'}"
 
 
 def test_a_store_damaged_past_its_schema_is_refused_by_every_command(tmp_path):

@@ -16,7 +16,7 @@ from logwarden.cli.main import main as cli
 def db(tmp_path) -> str:
     write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 10, 20, ATTACKER,
                                                                                  pid=2000, accepted=True)
-          + burst("web01", 13, 0, OTHER, pid=3000))
+          + burst("web01", 13, 0, OTHER, pid=3000) + burst("web01", 13, 20, OTHER, pid=4000))
     url = f"sqlite:///{tmp_path / 'lw.db'}"
     result = CliRunner().invoke(cli, ["analyze", str(tmp_path / "logs"), "--rules-only", "--year", "2026", "--db", url])
     assert result.exit_code == 0, result.output
@@ -33,7 +33,7 @@ def test_list_and_show_as_json(db):
     found = json.loads(listed.stdout)
     assert [i["risk_level"] for i in found] == ["high", "medium"]  # riskiest first
     top = found[0]
-    assert top["title"] == "brute force on web01 (3 records)" and len(top["record_ids"]) == 3
+    assert top["title"] == "brute force on web01 (2 records)" and len(top["record_ids"]) == 2
     shown = run("incidents", "show", top["id"][4:10], "--json", "--db", db)  # a prefix without "inc-"
     assert shown.exit_code == 0, shown.output
     detail = json.loads(shown.stdout)
@@ -50,29 +50,44 @@ def test_show_prints_the_timeline_per_host(db):
     assert all(r[:12] in shown.stdout for r in top["record_ids"])
 
 
-def test_review_sets_status_owner_and_note_and_keeps_a_trail(db):
+def test_review_sets_state_owner_and_note_keeps_a_trail_and_reaches_the_records(db):
     top = json.loads(run("incidents", "list", "--json", "--db", db).stdout)[0]
-    done = run("incidents", "review", top["id"][:10], "--status", "confirmed", "--owner", "ana", "--note", "root owned",
-               "--json", "--db", db)
+    done = run("incidents", "review", top["id"][:10], "--status", "in_progress", "--owner", "ana", "--note",
+               "root owned", "--reviewer", "ana", "--json", "--db", db)
     assert done.exit_code == 0, done.output
-    assert json.loads(done.stdout) == {"id": top["id"], "status": "confirmed", "owner": "ana",
-                                       "analyst_note": "root owned"}
+    written = json.loads(done.stdout)
+    assert {k: written[k] for k in ("id", "old_status", "status", "close_reason", "owner", "analyst_note", "records")} == {
+        "id": top["id"], "old_status": "open", "status": "in_progress", "close_reason": None, "owner": "ana",
+        "analyst_note": "root owned", "records": 2}
     run("incidents", "review", top["id"], "--note", "contained", "--db", db)
+    closed = run("incidents", "review", top["id"], "--status", "closed", "--reason", "true_positive", "--db", db)
+    assert closed.exit_code == 0 and "(2 records too)" in closed.output, closed.output
     detail = json.loads(run("incidents", "show", top["id"], "--json", "--db", db).stdout)
-    assert (detail["status"], detail["owner"], detail["analyst_note"]) == ("confirmed", "ana", "contained")
-    assert [r["status"] for r in detail["reviews"]] == ["confirmed", "confirmed"]
-    listed = json.loads(run("incidents", "list", "--json", "--status", "confirmed", "--db", db).stdout)
+    assert (detail["status"], detail["close_reason"], detail["owner"], detail["analyst_note"]) == (
+        "closed", "true_positive", "ana", "contained")
+    assert [(r["old_status"], r["status"]) for r in detail["reviews"]] == [
+        ("open", "in_progress"), ("in_progress", "in_progress"), ("in_progress", "closed")]
+    for record_id in top["record_ids"]:  # each member moved with it, its history naming the incident
+        shown = json.loads(run("records", "show", record_id, "--json", "--db", db).stdout)
+        assert (shown["status"], shown["close_reason"]) == ("closed", "true_positive")
+        assert [(h["old_status"], h["status"], h["incident_id"]) for h in shown["reviews"]] == [
+            ("open", "in_progress", top["id"]), ("in_progress", "closed", top["id"])]
+    assert "(incident " + top["id"] + ")" in run("records", "show", top["record_ids"][0], "--db", db).stdout
+    listed = json.loads(run("incidents", "list", "--json", "--status", "closed", "--db", db).stdout)
     assert [i["id"] for i in listed] == [top["id"]]
+    old = run("incidents", "review", top["id"], "--status", "resolved", "--db", db)
+    assert old.exit_code == 2 and "--status closed --reason true_positive" in old.output
 
 
 def test_exit_codes_and_no_store_created(tmp_path, db):
-    assert run("incidents", "show", "inc-ffffffffffff", "--db", db).exit_code == 1
-    assert run("incidents", "review", "ffffffff", "--status", "resolved", "--db", db).exit_code == 1
+    for args in (("show", "inc-ffffffffffff"), ("review", "ffffffff", "--status", "acknowledged")):
+        unknown = run("incidents", *args, "--db", db)  # issue 45: a mistyped id is a usage error (was 1)
+        assert unknown.exit_code == 2 and "no incident with id" in unknown.stderr and "incidents list" in unknown.stderr
     bad = run("incidents", "review", "inc-", "--status", "nope", "--db", db)
     assert bad.exit_code == 2 and "Traceback" not in bad.output
     assert run("incidents", "review", "inc-", "--db", db).exit_code == 2  # nothing to change
     missing = tmp_path / "none.db"
-    for args in (("list",), ("show", "inc-1"), ("review", "inc-1", "--status", "resolved")):
+    for args in (("list",), ("show", "inc-1"), ("review", "inc-1", "--status", "acknowledged")):
         result = run("incidents", *args, "--db", f"sqlite:///{missing}")
         assert result.exit_code == 2 and "Traceback" not in result.output, args
     assert not missing.exists()

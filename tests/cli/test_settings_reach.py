@@ -16,9 +16,12 @@ from streamlit.testing.v1 import AppTest
 
 from logwarden.app import backends
 from logwarden.app.config import Settings, get_settings
-from logwarden.app.pipeline import RunOptions
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.cli.main import main
+from logwarden.ui import (
+    model,  # here, not in a test: imported while `engine` patches open_engine, it would keep the fake
+)
 
 NOTHING = json.dumps({"findings": [], "recommendation": "none"})
 MAX_NEW_TOKENS, MAX_BATCH, BUDGET = 77, 3, 555
@@ -105,8 +108,6 @@ def test_eval_gets_the_settings(engine, logs, tmp_path):
 
 
 def test_the_ui_triage_page_gets_the_settings(engine, monkeypatch, tmp_path):
-    from logwarden.ui import model
-
     opened = Opened(backends.EngineOptions.from_settings(Settings()))
     engine.append(opened)
     monkeypatch.setattr(model, "get_engine", lambda: opened.engine)

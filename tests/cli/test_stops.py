@@ -17,15 +17,17 @@ from _signal_helpers import assert_clean, signal_during
 from logwarden.app.store import open_store
 
 STOP_S = 5  # the issue's bound, from the signal to the process's end
-RECORDS = 20_000  # two records a line (the injection and the scanner's user agent)
+RECORDS = 20_000  # one record a line (the injection and the scanner's user agent: one record naming both rules)
 
 
-def write_attacks(path: Path, lines: int = RECORDS // 2) -> Path:
-    """Access-log lines, each an SQL injection by sqlmap from its own address: every line is records."""
+def write_attacks(path: Path, lines: int = RECORDS) -> Path:
+    """Access-log lines, each an SQL injection by sqlmap: every line is a record. Each address sends
+    two, ~28 minutes (and several windows) apart: its two records are an incident."""
     with open(path, "w") as fh:
         for k in range(lines):
-            ip = f"203.0.{k >> 8 & 255}.{k & 255}" if k < 65536 else f"198.{k >> 16}.{k >> 8 & 255}.{k & 255}"
-            hour, rest = divmod(k, 3600)
+            a = k % (lines // 2)
+            ip = f"203.0.{a >> 8 & 255}.{a & 255}" if a < 65536 else f"198.{a >> 16}.{a >> 8 & 255}.{a & 255}"
+            hour, rest = divmod(k // 6, 3600)
             fh.write(f'{ip} - - [12/Mar/2024:{hour % 24:02d}:{rest // 60:02d}:{rest % 60:02d} +0000] '
                      '"GET /item.php?id=1%27%20UNION%20SELECT%20username,password%20FROM%20users-- HTTP/1.1" '
                      '200 512 "-" "sqlmap/1.7"\n')
@@ -40,7 +42,8 @@ def attacks(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def filled(tmp_path_factory, attacks) -> str:
     """A store holding the attacks' records and incidents (a finished rules-only run)."""
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
 
     db = f"sqlite:///{tmp_path_factory.mktemp('filled') / 'lw.db'}"
     Pipeline(open_store(db), None, RunOptions(rules_only=True, final=True)).analyze([attacks])

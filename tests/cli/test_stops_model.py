@@ -18,7 +18,8 @@ import pytest
 from _repo import SAMPLE_LOGS
 from _signal_helpers import assert_clean, signal_during
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 
 pytestmark = pytest.mark.model

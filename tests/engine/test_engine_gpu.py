@@ -230,7 +230,8 @@ def test_cuda_batch_from_real_free_memory():
 # ---- analyze's throughput mode ---------------------------------------------------------------
 
 def test_throughput_options_size_the_batch_from_free_cuda_memory(tiny_model, qwen_tokenizer, monkeypatch):
-    from logwarden.app.pipeline import RunOptions, throughput_options
+    from logwarden.app.pipeline import throughput_options
+    from logwarden.app.run_options import RunOptions
     from logwarden.prompts import system_prompt
 
     engine = LocalEngine(tiny_model, qwen_tokenizer, max_batch=8)
@@ -247,7 +248,8 @@ def test_throughput_options_size_the_batch_from_free_cuda_memory(tiny_model, qwe
 
 
 def test_throughput_options_leave_cpu_and_rules_only_runs_alone(tiny_model, qwen_tokenizer):
-    from logwarden.app.pipeline import RunOptions, throughput_options
+    from logwarden.app.pipeline import throughput_options
+    from logwarden.app.run_options import RunOptions
 
     engine = LocalEngine(tiny_model, qwen_tokenizer, max_batch=8)
     assert throughput_options(RunOptions(), engine).max_batch == 8 and engine.max_batch == 8

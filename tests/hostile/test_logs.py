@@ -24,7 +24,8 @@ from _hostile import (
 from _repo import REPO
 from click.testing import CliRunner
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.watch import Watcher
 from logwarden.cli.main import main

@@ -225,7 +225,7 @@ def test_a_read_only_ui_offers_no_review_and_refuses_one(tmp_path, monkeypatch):
     assert any("reviews are off" in i.value for i in at.info)
     assert "Save review" not in [b.label for b in at.button]
     with pytest.raises(ConfigError, match="read-only"):
-        data.add_review(url, record.id, status="confirmed", note=None, reviewer=None)
+        data.add_review(url, record.id, choice="acknowledged", note=None, reviewer=None)
     assert store.list_reviews(record.id) == []
     store.close()
 

@@ -11,7 +11,8 @@ import string
 from _hostile import accounted, brute_force, write_lines
 
 from logwarden.app.mine import SourceMiner
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 
 

@@ -41,7 +41,7 @@ def test_an_old_store_migrates_and_its_records_stay_readable(tmp_path):
     store = open_store(old_database(tmp_path / "old.db"))
     assert store.info()["schema_version"] == LATEST_VERSION
     [record] = store.query_records(RecordFilter(), limit=10)
-    assert (record.id, record.schema_version, record.status) == ("old-record-1", "1", "confirmed")
+    assert (record.id, record.schema_version, record.status) == ("old-record-1", "1", "in_progress")  # issue 42: confirmed → in_progress
     assert record.trace == "lines 1-8 written by the model" and record.ungrounded == [] and record.evidence.refs == []
     assert SCHEMA_VERSION == "2"
     updated = record.model_copy(update={"ungrounded": ["198.51.100.23"]})

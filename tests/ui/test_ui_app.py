@@ -9,13 +9,24 @@ from datetime import timedelta
 
 import pytest
 from _store_helpers import BASE_TS, make_record
-from _ui_helpers import APP, SAMPLES, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
+from _ui_helpers import (
+    APP,
+    APP_TIMEOUT,
+    FIXTURE_LINES,
+    SAMPLES,
+    XSS_IMG,
+    XSS_LINK,
+    XSS_SCRIPT,
+    XSS_URL,
+    fill_store,
+    hostile_records,
+    open_app_page,
+)
 from streamlit.testing.v1 import AppTest
 
 from logwarden.app.events import ErrorRow
-from logwarden.app.pipeline import Pipeline, RunOptions
-
-TIMEOUT = 120  # a cold import of pandas/altair on a loaded 2-core machine; not a performance bound
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 
 
 @pytest.fixture
@@ -25,15 +36,7 @@ def ui(tmp_path, monkeypatch):
     monkeypatch.setenv("LOGWARDEN_DB", url)
     monkeypatch.delenv("LOGWARDEN_UI_PASSWORD", raising=False)
 
-    def open_page(page: str | None = None, **query) -> AppTest:
-        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-        if page:
-            at.query_params.update(query)
-            at.switch_page(f"views/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    yield store, url, open_page
+    yield store, url, open_app_page
     store.close()
 
 
@@ -60,7 +63,7 @@ def test_overview_shows_kpis_charts_and_techniques(ui):
     assert [t.value for t in at.title] == ["Overview"]
     assert metric(at, "Records") == str(store.count_records())
     assert metric(at, "High") == str(store.counts_by_level()["high"])
-    assert metric(at, "Lines analysed") == "15"
+    assert metric(at, "Lines analysed") == str(FIXTURE_LINES)
     assert len(at.get("vega_lite_chart")) == 3  # risk over time, categories, top values of one kind
     techniques = frame(at, "tactic")
     assert "T1110.001" in set(techniques["technique"])
@@ -181,37 +184,38 @@ def test_review_appends_to_the_audit_trail(ui):
     record = store.query_records(limit=1)[0]
     at = open_page("record", id=record.id)
     key = f"_{record.id}"
-    at.selectbox(key="review_status" + key).select("confirmed")
+    at.selectbox(key="review_status" + key).select("acknowledged")
     at.text_area(key="review_note" + key).input("seen on the firewall too")
     at.text_input(key="review_reviewer" + key).input("ana")
     save_button(at).click().run()
-    assert [s.value for s in at.success] == ["Review saved: confirmed"]
-    at.selectbox(key="review_status" + key).select("resolved")
+    assert [s.value for s in at.success] == ["Review saved: acknowledged"]
+    at.selectbox(key="review_status" + key).select("closed (true_positive)")
     save_button(at).click().run()
     history = store.list_reviews(record.id)
-    assert [(h.status, h.note, h.reviewer) for h in history] == [("confirmed", "seen on the firewall too", "ana"),
-                                                               ("resolved", None, "ana")]
-    assert store.get_record(record.id).status == "resolved"
-    assert list(frame(at, "reviewer")["status"]) == ["confirmed", "resolved"]
-    assert metric(at, "Status") == "resolved"
+    assert [(h.old_status, h.status, h.close_reason, h.note, h.reviewer) for h in history] == [
+        ("open", "acknowledged", None, "seen on the firewall too", "ana"),
+        ("acknowledged", "closed", "true_positive", None, "ana")]
+    assert (store.get_record(record.id).status, store.get_record(record.id).close_reason) == ("closed", "true_positive")
+    assert list(frame(at, "reviewer")["status"]) == ["acknowledged", "closed (true_positive)"]
+    assert metric(at, "Status") == "closed (true_positive)"
 
 
 def test_a_second_note_keeps_the_status_and_the_form_shows_it(ui):
-    """Issue 31 item 1: a note saved on a confirmed record wrote `new` (the form had reset)."""
+    """Issue 31 item 1: a note saved on a reviewed record wrote the first state (the form had reset)."""
     store, _, open_page = ui
     record = store.query_records(limit=1)[0]
     at = open_page("record", id=record.id[:12])  # the id as the tables print it
     key = f"_{record.id}"
-    at.selectbox(key="review_status" + key).select("confirmed")
+    at.selectbox(key="review_status" + key).select("in_progress")
     at.text_area(key="review_note" + key).input("first note")
     save_button(at).click().run()
-    assert at.selectbox(key="review_status" + key).value == "confirmed"
+    assert at.selectbox(key="review_status" + key).value == "in_progress"
     assert at.text_area(key="review_note" + key).value == ""
     at.text_area(key="review_note" + key).input("second note, nothing else changed")
     save_button(at).click().run()
     assert [(h.status, h.note) for h in store.list_reviews(record.id)] == [
-        ("confirmed", "first note"), ("confirmed", "second note, nothing else changed")]
-    assert at.selectbox(key="review_status" + key).value == "confirmed"
+        ("in_progress", "first note"), ("in_progress", "second note, nothing else changed")]
+    assert at.selectbox(key="review_status" + key).value == "in_progress"
 
 
 def test_unknown_record_id_is_an_error_message_not_a_crash(ui):
@@ -237,6 +241,15 @@ def test_triage_rules_only_streams_nothing_and_stores_records(ui):
     assert stored and stored[0].category == "brute_force" and "192.0.2.99" in stored[0].indicators.ips
 
 
+def test_triage_rules_only_benign_says_no_model_was_asked(ui):
+    """Issue 45: a rules-only benign verdict said "the model found nothing" though no model ran."""
+    _, _, open_page = ui
+    at = open_page("triage")
+    at.text_area(key="triage_text").input("Nov 29 12:00:00 web-1 CRON[1]: (root) CMD (run-parts /etc/cron.hourly)")
+    at.button(key="triage_assess").click().run()
+    assert [m.value.replace("\\", "") for m in at.success] == ["Benign: rules only: no rule fired; no model was asked."]
+
+
 def test_runs_and_sources_page_shows_metrics_lag_and_errors(ui, tmp_path):
     store, _, open_page = ui
     auth = tmp_path / "logs" / "auth.log"
@@ -249,7 +262,7 @@ def test_runs_and_sources_page_shows_metrics_lag_and_errors(ui, tmp_path):
     Pipeline(store, None, RunOptions(rules_only=True)).analyze([rotated])
     at = open_page("runs")
     runs = frame(at, "compression_ratio")
-    assert runs["lines"].iloc[-1] == 15 and runs["status"].iloc[-1] == "ok"  # the first run, under the .gz one
+    assert runs["lines"].iloc[-1] == FIXTURE_LINES and runs["status"].iloc[-1] == "ok"  # the first run, under the .gz one
     sources = frame(at, "lag_bytes").set_index("path")
     assert sources.loc[str(auth), "lag_bytes"] > 0
     assert sources.loc[str(tmp_path / "logs" / "access.log"), "lag_bytes"] == 0
@@ -295,7 +308,7 @@ def at_code(at: AppTest):
 def test_password_gate(ui, monkeypatch):
     _, _, _ = ui
     monkeypatch.setenv("LOGWARDEN_UI_PASSWORD", "correct horse")
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(str(APP), default_timeout=APP_TIMEOUT).run()
     assert not at.title or [t.value for t in at.title] == ["logwarden"]
     assert not at.metric and not at.dataframe
     at.text_input(key="lw_password").input("wrong").run()

@@ -159,6 +159,25 @@ def click_row(page, row: int, column_x: int = 80) -> None:
     pytest.fail("the records table kept changing")
 
 
+def select_rows(page, count: int) -> None:
+    """Tick the first `count` row markers of the bulk table, one at a time, each checked by the
+    "N selected" line. A click that lands while a rerun replaces the grid is lost, so it is made
+    again; a click is never repeated once it counted (a second one would untick the row)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for row in range(count):
+        for _ in range(4):
+            click_row(page, row, column_x=15)  # the row markers
+            try:
+                page.get_by_text(f"{row + 1} selected", exact=True).wait_for(timeout=15_000)
+                break
+            except PlaywrightTimeout:
+                settle(page)
+                page.get_by_text(f"{row} selected", exact=True).wait_for()  # lost, not miscounted
+        else:
+            pytest.fail(f"row {row} would not be selected")
+
+
 def settle(page) -> None:
     """Wait until Streamlit has finished the script run (no 'running' indicator)."""
     page.wait_for_load_state("networkidle")
@@ -229,23 +248,24 @@ def test_overview_filter_open_review(server, page):
     detail = shoot(page, folder, "record", full_page=False)
     keep_shot(detail, "record")
 
-    choose(page, "Status", "confirmed")
+    choose(page, "Status", "closed (benign_positive)")  # issue 42: a SOC state with its close reason
     page.get_by_label("Analyst note").fill("checked in the browser")
     page.get_by_role("button", name="Save review").click()
-    page.get_by_text("Review saved: confirmed").wait_for()
+    page.get_by_text("Review saved: closed (benign_positive)").wait_for()
     settle(page)
-    # issue 31 item 1: a second note, status untouched, must not reset it to `new`
+    # issue 31 item 1: a second note, status untouched, must not reset it to `open`
     page.get_by_label("Analyst note").fill("a second note")
     page.get_by_role("button", name="Save review").click()
     deadline = time.monotonic() + WAIT_MS / 1000
     while len(store.list_reviews(record.id)) < 2 and time.monotonic() < deadline:
         page.wait_for_timeout(200)  # the first save's "Review saved" is still on the page: wait for the row
     settle(page)
-    assert [(r.status, r.note) for r in store.list_reviews(record.id)] == [
-        ("confirmed", "checked in the browser"), ("confirmed", "a second note")]
-    assert "confirmed" in metric_value(page, "Status")
+    assert [(r.old_status, r.status, r.close_reason, r.note) for r in store.list_reviews(record.id)] == [
+        ("open", "closed", "benign_positive", "checked in the browser"),
+        ("closed", "closed", "benign_positive", "a second note")]
+    assert "closed (benign_positive)" in metric_value(page, "Status")
     # the form shows the status saved, not a reset one
-    assert page.get_by_role("combobox", name="Status", exact=True).input_value() == "confirmed"
+    assert page.get_by_role("combobox", name="Status", exact=True).input_value() == "closed (benign_positive)"
     assert page.dialogs == []
     assert outside_requests(page, base) == []
 
@@ -258,17 +278,14 @@ def test_bulk_review_and_the_grouped_view(server, page):
     brute = store.query_records(store_filter(categories=("brute_force",)), order_by="risk_score", limit=2)
     page.get_by_text("Select several to review at once").click()
     settle(page)
-    click_row(page, 0, column_x=15)  # the row markers
-    settle(page)
-    click_row(page, 1, column_x=15)
-    settle(page)
-    page.get_by_text("2 selected").wait_for()
-    page.get_by_role("button", name="Mark false_positive").click()
-    page.get_by_text("2 record(s) marked false_positive").wait_for()
+    select_rows(page, 2)
+    page.get_by_role("button", name="Close: false positive").click()
+    page.get_by_text("2 record(s) marked closed (false_positive)").wait_for()
     marked = [r for r in store.query_records(store_filter(categories=("brute_force",)), limit=100)
-              if r.status == "false_positive"]
+              if (r.status, r.close_reason) == ("closed", "false_positive")]
     assert len(marked) == 2 and {r.id for r in marked} <= {r.id for r in store.query_records(limit=1000)}
-    assert all(store.list_reviews(r.id)[-1].status == "false_positive" for r in marked)
+    assert all((store.list_reviews(r.id)[-1].old_status, store.list_reviews(r.id)[-1].status) == ("open", "closed")
+               for r in marked)
     assert len(brute) == 2
 
     page.goto(f"{base}/records?view=By+host")

@@ -8,7 +8,8 @@ import shutil
 import pytest
 from _ui_helpers import SAMPLES
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.schemas import ExemplarLine
 from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document

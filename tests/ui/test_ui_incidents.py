@@ -4,12 +4,11 @@ owner and note; hostile record text in an incident never becomes markup."""
 from __future__ import annotations
 
 import pytest
-from _ui_helpers import APP, XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records
+from _ui_helpers import XSS_IMG, XSS_LINK, XSS_SCRIPT, XSS_URL, fill_store, hostile_records, open_app_page
 from streamlit.testing.v1 import AppTest
 
-from logwarden.app.incidents import IncidentOptions, regroup
-
-TIMEOUT = 120  # a cold import of pandas/altair on a loaded 2-core machine; not a performance bound
+from logwarden.app.incidents import IncidentOptions
+from logwarden.app.incidents.regroup import regroup
 
 
 @pytest.fixture
@@ -18,29 +17,28 @@ def ui(tmp_path, monkeypatch):
     monkeypatch.setenv("LOGWARDEN_DB", url)
     monkeypatch.delenv("LOGWARDEN_UI_PASSWORD", raising=False)
 
-    def open_page(page: str, **query) -> AppTest:
-        at = AppTest.from_file(str(APP), default_timeout=TIMEOUT).run()
-        at.query_params.update(query)
-        at.switch_page(f"views/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
-        return at
-
-    yield store, open_page
+    yield store, open_app_page
     store.close()
 
 
-def test_the_incident_review_form_saves_status_owner_and_note(ui):
+def test_the_incident_review_form_saves_status_owner_and_note_and_its_records_follow(ui):
     store, open_page = ui
     incident = store.incidents.query()[0]
     at = open_page("incident", id=incident.id)
     assert [h.value.replace("\\", "") for h in at.subheader][0] == incident.title
-    at.selectbox(key=f"inc_review_status_{incident.id}").select("confirmed")
+    at.selectbox(key=f"inc_review_status_{incident.id}").select("closed (duplicate)")
     at.text_input(key=f"inc_review_owner_{incident.id}").input("ana")
     at.text_area(key=f"inc_review_note_{incident.id}").input("escalated to IR")
     at.button[0].click().run()
     saved = store.incidents.get(incident.id)
-    assert (saved.status, saved.owner, saved.analyst_note) == ("confirmed", "ana", "escalated to IR")
-    assert [r["status"] for r in store.incidents.reviews(incident.id)] == ["confirmed"]
+    assert (saved.status, saved.close_reason, saved.owner, saved.analyst_note) == (
+        "closed", "duplicate", "ana", "escalated to IR")
+    assert [(r["old_status"], r["status"]) for r in store.incidents.reviews(incident.id)] == [("open", "closed")]
+    n = len(incident.record_ids)
+    assert [s.value for s in at.success] == [f"Review saved: closed (duplicate) ({n} record{'s' if n != 1 else ''} too)"]
+    for record_id in incident.record_ids:
+        assert [(h.status, h.close_reason, h.incident_id) for h in store.list_reviews(record_id)] == [
+            ("closed", "duplicate", incident.id)]
 
 
 def test_the_incidents_list_shows_every_incident(ui):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from logwarden.app.baseline import Baseline
@@ -19,6 +18,7 @@ from logwarden.app.events import ErrorRow
 from logwarden.app.ingest import Skipped, TailRead, iter_files, source_name
 from logwarden.app.mine import SourceMiner, windows
 from logwarden.app.parse import parse_stream
+from logwarden.app.parse.dating import date_files
 
 FLUSH_EVERY = 64  # windows between commits (bounded memory for the deltas)
 
@@ -36,7 +36,9 @@ def learn_paths(store, paths: Sequence[str | Path], *, include: Sequence[str] = 
                 node: str | None = None, window_max_lines: int = 2000, window_max_gap_s: float = 900.0,
                 progress: Callable[[str, int], None] = lambda _name, _n: None) -> Learned:
     baseline, learned = Baseline(store, mode="learn"), Learned()
-    for item in iter_files(paths, include=include, exclude=exclude):
+    found = list(iter_files(paths, include=include, exclude=exclude))
+    dates = date_files([item for item in found if isinstance(item, Path)])  # year-less stamps dated as analyze dates them
+    for item in found:
         if isinstance(item, ErrorRow):
             learned.errors += 1
             continue
@@ -46,7 +48,7 @@ def learn_paths(store, paths: Sequence[str | Path], *, include: Sequence[str] = 
         source = source_name(item, node)
         reader = TailRead(item, final_partial=True)
         decision, events = parse_stream((x for x in reader if not isinstance(x, ErrorRow)), path=source,
-                                        reference_time=_mtime(item))
+                                        reference_time=dates.choose(str(item)).reference_time)
         miner = SourceMiner()
         for window in windows(events, miner, source=source, inode=0, fmt=decision.name,
                               max_lines=window_max_lines, max_gap_s=window_max_gap_s):
@@ -58,14 +60,6 @@ def learn_paths(store, paths: Sequence[str | Path], *, include: Sequence[str] = 
                 learned.rows += _flush(store, baseline)
     learned.rows += _flush(store, baseline)
     return learned
-
-
-def _mtime(path: Path) -> datetime | None:
-    """Year-less syslog stamps are dated from the file's modification time, as in analyze."""
-    try:
-        return datetime.fromtimestamp(path.stat().st_mtime)
-    except OSError:
-        return None
 
 
 def _flush(store, baseline: Baseline) -> int:

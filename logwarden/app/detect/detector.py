@@ -144,15 +144,19 @@ class Detector:
                 self._correlations[key].load(state)
         return True
 
-    def scan(self, events: Iterable[Event]) -> list[Signal]:
-        """Signals for these events (and for bursts that began in earlier calls), by first line."""
+    def scan(self, events: Iterable[Event], *, source: str | None = None) -> list[Signal]:
+        """Signals for these events (and for bursts that began in earlier calls), by first line.
+        `source`: the name their state is kept under (default: each event's own file): the pipeline
+        names the source as first seen, so a rotated file read under another name goes on with the
+        bursts and the clock of what it continues."""
         opened: dict[tuple[str, str, str], _Open] = {}
         finished: list[_Open] = []
         dispatches = self._dispatch
         clock = self._clock
         for event in events:
+            name = source or event.source
             if event.ts is not None:
-                clock[event.source] = event.ts
+                clock[name] = event.ts
             route = route_of(event)
             dispatch = dispatches.get(route)
             if dispatch is None:
@@ -160,9 +164,9 @@ class Detector:
             view = EventView(event, dispatch.aliases)
             matched = dispatch.matches(view)
             if matched:
-                t = self._time(event)
+                t = self._time(event, name)
                 for rule in matched:
-                    self._matched(rule, view, t, opened, finished)
+                    self._matched(rule, view, name, t, opened, finished)
         finished.extend(opened.values())
         signals = [o.to_signal() for o in finished]
         return sorted(signals, key=lambda s: (s.source, s.line_numbers[0] if s.line_numbers else 0, s.rule_id))
@@ -171,29 +175,30 @@ class Detector:
         return Dispatch([rule for logsource, rules in self._detections.items() if route.matches(*logsource)
                          for rule in rules], route)
 
-    def _time(self, event: Event) -> float:
+    def _time(self, event: Event, source: str) -> float:
         """The event's time; one without a timestamp inherits the last one seen in its source (lines
         are in order). Converted only for events a rule matched: most events match none."""
-        ts = event.ts if event.ts is not None else self._clock.get(event.source)
+        ts = event.ts if event.ts is not None else self._clock.get(source)
         return ts.timestamp() if ts is not None else 0.0
 
-    def _matched(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
+    def _matched(self, rule: CompiledRule, view: EventView, source: str, t: float, opened: dict,
+                 finished: list) -> None:
         if rule.emits:
-            self._add_single(rule, view, t, opened, finished)
+            self._add_single(rule, view, source, t, opened, finished)
         if rule.consumers:
-            event = view.event
-            hit = Hit(rule.key, event.source, t, [event.line_no], view.get, line_weight(view.get("repeat")))
+            hit = Hit(rule.key, source, t, [view.event.line_no], view.get, line_weight(view.get("repeat")))
             self._feed(rule.consumers, hit, opened, finished)
 
-    def _add_single(self, rule: CompiledRule, view: EventView, t: float, opened: dict, finished: list) -> None:
+    def _add_single(self, rule: CompiledRule, view: EventView, source: str, t: float, opened: dict,
+                    finished: list) -> None:
         key_field, key = _key_value(view, rule.key_fields)
-        slot = (rule.key, view.event.source, key)
+        slot = (rule.key, source, key)
         current = opened.get(slot)
         if current is not None and t - current.last_t > rule.merge_gap_s:
             finished.append(opened.pop(slot))  # a separate episode: do not merge across long gaps
             current = None
         if current is None:
-            current = opened[slot] = _Open(rule, view.event.source, key_field, key, t, t)
+            current = opened[slot] = _Open(rule, source, key_field, key, t, t)
         current.add(view.event.line_no, t, line_weight(view.get("repeat")))
 
     @staticmethod

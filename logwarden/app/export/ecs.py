@@ -1,16 +1,22 @@
-"""Elastic Common Schema 8.x alert documents from risk records.
+"""Elastic Common Schema 9.x alert documents from risk records, with the review as Kibana's alert
+workflow fields.
 
 ECS categorisation values come from the ECS allowed-values lists (event.category / event.type),
 picked per our category so that the pair is one ECS lists as expected. Our own fields that ECS
 has no name for go under `logwarden.*` (custom fields in their own namespace, as ECS advises).
+The review goes to `kibana.alert.workflow_*`, the fields Elastic Security's alerts carry (not ECS:
+Kibana's alert field map, kbn-rule-data-utils): status open / acknowledged / closed, the closing
+reason (Kibana's closing reasons), who changed it and when.
 
 Owns: the ECS field layout. Does not serialize or send.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from logwarden.app import attack
 from logwarden.app.export.common import (
     PRODUCT,
     SEVERITY_IDS,
@@ -25,7 +31,9 @@ from logwarden.app.export.common import (
 )
 from logwarden.schemas import RiskRecord
 
-ECS_VERSION = "8.11.0"
+ECS_VERSION = "9.4.0"
+# Kibana has no in-progress state for alerts (its old `in-progress` is read as acknowledged).
+KIBANA_WORKFLOW = {"open": "open", "acknowledged": "acknowledged", "in_progress": "acknowledged", "closed": "closed"}
 
 # our category → (event.category values, event.type values)
 ECS_CATEGORIES: dict[str, tuple[list[str], list[str]]] = {
@@ -52,12 +60,25 @@ def to_ecs(record: RiskRecord) -> dict[str, Any]:
         "log": {"file": {"path": record.source}},
         "observer": {"product": PRODUCT, "vendor": PRODUCT, "version": VERSION, "type": "log-analyser"},
         "labels": {"risk_level": record.risk_level, "status": record.status, "category": record.category},
+        "kibana": {"alert": workflow(record.status, record.close_reason, record.reviewer, record.reviewed_at)},
         "logwarden": _custom(record),
     }
     if record.techniques:
         doc["threat"] = _threat(record)
     doc.update(_entities(record))
     return doc
+
+
+def workflow(status: str, reason: str | None, reviewer: str | None, when: datetime | None) -> dict[str, Any]:
+    """`kibana.alert.workflow_*` of a review (a record's or an incident's)."""
+    fields: dict[str, Any] = {"workflow_status": KIBANA_WORKFLOW[status]}
+    if reason:
+        fields["workflow_reason"] = reason
+    if reviewer:
+        fields["workflow_user"] = reviewer
+    if when:
+        fields["workflow_status_updated_at"] = iso_utc(when)
+    return fields
 
 
 def _event(record: RiskRecord) -> dict[str, Any]:
@@ -78,21 +99,35 @@ def _event(record: RiskRecord) -> dict[str, Any]:
 
 
 def _threat(record: RiskRecord) -> dict[str, Any]:
-    """ECS splits ATT&CK ids: `technique.*` holds techniques, `technique.subtechnique.*` sub-techniques."""
-    techniques = [t for t in record.techniques if "." not in t.id]
-    subs = [t for t in record.techniques if "." in t.id]
-    parents = techniques + [t.model_copy(update={"id": t.id.split(".")[0], "name": ""}) for t in subs
-                            if t.id.split(".")[0] not in {p.id for p in techniques}]
-    technique: dict[str, Any] = {"id": [t.id for t in parents], "name": [t.name for t in parents],
-                                 "reference": [attack_url(t.id) for t in parents]}
-    if subs:
-        technique["subtechnique"] = {"id": [t.id for t in subs], "name": [t.name for t in subs],
-                                     "reference": [attack_url(t.id) for t in subs]}
-    tactics = sorted({t.tactic for t in record.techniques if t.tactic})
-    threat: dict[str, Any] = {"framework": "MITRE ATT&CK", "technique": technique}
+    """ECS splits ATT&CK ids: `technique.*` holds techniques (a sub-technique's parent too),
+    `technique.subtechnique.*` sub-techniques. Names are the shipped ATT&CK table's own (a
+    sub-technique's without its parent's), the record's where the table lacks the id."""
+    given = {t.id: t.name for t in record.techniques}
+    threat: dict[str, Any] = {"framework": "MITRE ATT&CK", "technique": technique_fields(list(given), given)}
+    # a record's tactic is "Persistence, Privilege Escalation" when the technique serves several
+    tactics = sorted({name.strip() for t in record.techniques for name in t.tactic.split(",") if name.strip()})
     if tactics:
         threat["tactic"] = {"name": tactics}
+        ids = [attack.tactic_id(name) for name in tactics]
+        if all(ids):  # ECS reads id, name and reference as parallel lists: all or none
+            threat["tactic"].update(id=ids, reference=[f"https://attack.mitre.org/tactics/{i}/" for i in ids])
     return threat
+
+
+def technique_fields(ids: list[str], given: dict[str, str] | None = None) -> dict[str, Any]:
+    """`threat.technique` of these ATT&CK ids: the techniques and sub-techniques' parents, with
+    `subtechnique` holding the sub-techniques; `given` names what the table does not know."""
+    subs = [i for i in ids if "." in i]
+    parents = list(dict.fromkeys([i for i in ids if "." not in i] + [sub.split(".")[0] for sub in subs]))
+    technique = _named(parents, given or {})
+    if subs:
+        technique["subtechnique"] = _named(subs, given or {})
+    return technique
+
+
+def _named(ids: list[str], given: dict[str, str]) -> dict[str, Any]:
+    return {"id": ids, "name": [attack.own_name(i) or given.get(i, "") for i in ids],
+            "reference": [attack_url(i) for i in ids]}
 
 
 def _entities(record: RiskRecord) -> dict[str, Any]:
@@ -119,6 +154,7 @@ def _custom(record: RiskRecord) -> dict[str, Any]:
         "line_start": record.line_start, "line_end": record.line_end, "line_count": record.line_count,
         "inode": record.inode, "decided_by": record.decided_by, "detections": record.detections,
         "model": record.model, "adapter": record.adapter, "prompt_version": record.prompt_version,
-        "schema_version": record.schema_version, "status": record.status, "analyst_note": record.analyst_note,
+        "schema_version": record.schema_version, "status": record.status,
+        "close_reason": record.close_reason, "analyst_note": record.analyst_note,
         "indicators": record.indicators.model_dump(), "run_id": record.run_id,
     }

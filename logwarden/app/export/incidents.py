@@ -1,5 +1,5 @@
 """Incidents to SIEMs: JSONL (the stored shape), ECS (an alert whose related alerts are the
-incident's records) and OCSF 1.3 Incident Finding (class 2005) naming its records' Detection
+incident's records) and OCSF 1.7 Incident Finding (class 2005) naming its records' Detection
 Findings in `finding_info_list`.
 
 Owns: the incident layouts. Does not read the store: callers pass incidents with their members'
@@ -13,34 +13,33 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from logwarden.app.export.common import PRODUCT, SEVERITY_IDS, SEVERITY_NAMES, VENDOR, VERSION, epoch_ms, iso_utc
-from logwarden.app.export.ecs import ECS_VERSION
-from logwarden.app.export.ocsf import OCSF_VERSION
+from logwarden.app.export.ecs import ECS_VERSION, technique_fields, workflow
+from logwarden.app.export.ocsf import OCSF_VERSION, review_fields
 from logwarden.app.safetext import json_safe
 from logwarden.errors import InputError
 from logwarden.schemas.incident import Incident
+from logwarden.schemas.record import CLOSE_REASONS
 
 INCIDENT_FORMATS = ("jsonl", "ecs", "ocsf")
 OCSF_INCIDENT_CLASS, OCSF_FINDINGS, ACTIVITY_CREATE = 2005, 2, 1
-# Incident Finding status_id (1 New, 2 In Progress, 4 Resolved, 5 Closed) and verdict_id (1 False
-# Positive, 2 True Positive) for our review statuses.
-OCSF_STATUS = {"new": (1, "New", None), "confirmed": (2, "In Progress", (2, "True Positive")),
-               "false_positive": (5, "Closed", (1, "False Positive")), "resolved": (4, "Resolved", (2, "True Positive"))}
+# Incident Finding status_id (1 New, 2 In Progress, 5 Closed) of a review state; the verdict says why.
+OCSF_STATUS = {"open": (1, "New"), "acknowledged": (2, "In Progress"), "in_progress": (2, "In Progress")}
+OCSF_CLOSED = dict.fromkeys(CLOSE_REASONS, (5, "Closed"))
 
 
 def to_ocsf_incident(incident: Incident) -> dict[str, Any]:
     severity_id = SEVERITY_IDS[incident.risk_level]
-    status_id, status, verdict = OCSF_STATUS[incident.status]
     event: dict[str, Any] = {
         "class_uid": OCSF_INCIDENT_CLASS, "class_name": "Incident Finding",
         "category_uid": OCSF_FINDINGS, "category_name": "Findings",
         "activity_id": ACTIVITY_CREATE, "activity_name": "Create",
         "type_uid": OCSF_INCIDENT_CLASS * 100 + ACTIVITY_CREATE, "type_name": "Incident Finding: Create",
         "severity_id": severity_id, "severity": SEVERITY_NAMES[severity_id],
-        "status_id": status_id, "status": status,
+        **review_fields(incident.status, incident.close_reason, incident.risk_level, OCSF_STATUS, OCSF_CLOSED),
         "desc": incident.summary or incident.title,
         "finding_info_list": [{"uid": record_id, "title": f"logwarden record {record_id}"}
                               for record_id in incident.record_ids],
-        "metadata": {"version": OCSF_VERSION, "uid": incident.id,
+        "metadata": {"version": OCSF_VERSION, "uid": incident.id, "profiles": ["incident"],
                      "product": {"name": PRODUCT, "vendor_name": VENDOR, "version": VERSION}},
         "time": epoch_ms(incident.last_ts) if incident.last_ts else None,
         "unmapped": {"logwarden": _custom(incident)},
@@ -49,8 +48,6 @@ def to_ocsf_incident(incident: Incident) -> dict[str, Any]:
         event["start_time"] = epoch_ms(incident.first_ts)
     if incident.last_ts:
         event["end_time"] = epoch_ms(incident.last_ts)
-    if verdict:
-        event["verdict_id"], event["verdict"] = verdict
     if incident.owner:
         event["assignee"] = {"name": incident.owner}
     if incident.analyst_note:
@@ -72,7 +69,8 @@ def to_ecs_incident(incident: Incident) -> dict[str, Any]:
         "related": {"hosts": entities.get("hosts", []), "ip": entities.get("ips", []),
                     "user": entities.get("users", []), "hash": entities.get("hashes", [])},
         "threat": {"framework": "MITRE ATT&CK", "tactic": {"name": incident.tactics},
-                   "technique": {"id": incident.techniques}},
+                   "technique": technique_fields(incident.techniques)},
+        "kibana": {"alert": workflow(incident.status, incident.close_reason, incident.reviewer, incident.reviewed_at)},
         "logwarden": {"incident": _custom(incident)},
     }
     if incident.last_ts:
@@ -86,7 +84,8 @@ def to_ecs_incident(incident: Incident) -> dict[str, Any]:
 def _custom(incident: Incident) -> dict[str, Any]:
     return {"id": incident.id, "title": incident.title, "summary": incident.summary, "stages": incident.stages,
             "next_steps": incident.next_steps, "story_by": incident.story_by, "record_ids": incident.record_ids,
-            "cited": incident.cited, "hosts": incident.hosts, "pivots": incident.pivots, "owner": incident.owner}
+            "cited": incident.cited, "hosts": incident.hosts, "pivots": incident.pivots, "owner": incident.owner,
+            "close_reason": incident.close_reason, "reviewer": incident.reviewer}
 
 
 def _json(build: Callable[[Incident], dict[str, Any]]) -> Callable[[Incident], str]:

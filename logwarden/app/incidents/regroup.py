@@ -4,8 +4,15 @@ them are computed again and replace the ones they touch, in one transaction.
 The scope is the stored records (at or above the minimum level) within reach of the new ones,
 widened to the whole span of every incident already touching them, so an open incident is
 extended, two incidents a new record bridges become one, and re-running changes nothing (the same
-records give the same groups and ids). An incident keeps its review (status, owner, note) from
+records give the same groups and ids). An incident keeps its review (state, close reason, owner, note,
+reviewer) from
 the old incident it overlaps most, and its story while its members are the same.
+
+An incident is a chain: two records or more linked by a pivot within its gap. A record alone stays
+an alert (a record, in no incident), unless it is at `ALONE_MIN_RISK` or above and has a story: such
+a record is a candidate (`Regrouped.candidates`, not stored) that the story phase makes an incident
+when the model tells it (story.py), and it stays one while its story lasts (issue 45: 74 of 76
+incidents of a loghub run were one record each).
 
 Knows nothing of the CLI, the UI or the model (stories are story.py's).
 """
@@ -19,55 +26,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from logwarden.app.config import Settings, declared
-from logwarden.app.incidents.grouping import GroupingPolicy, group_records
-from logwarden.app.incidents.pivots import PIVOT_KINDS
+from logwarden.app.incidents.grouping import group_records
+from logwarden.app.incidents.options import IncidentOptions
 from logwarden.app.incidents.rollup import build_incident
 from logwarden.app.store import RecordFilter, Store
 from logwarden.app.store.tables import to_utc
-from logwarden.errors import ConfigError, RunStopped
+from logwarden.errors import RunStopped
 from logwarden.schemas import RiskRecord, risk_rank
 from logwarden.schemas.incident import Incident
 
 log = logging.getLogger(__name__)
 ALL = 10**9
+ALONE_MIN_RISK = "high"  # a lone record this risky is an incident once the model tells its story
 WIDEN_ROUNDS = 8
 STORY_FIELDS = ("title", "summary", "stages", "next_steps", "cited", "story_by", "model", "ungrounded", "invented", "rejected")
-
-
-@dataclass(frozen=True, slots=True)
-class IncidentOptions:
-    policy: GroupingPolicy = field(default_factory=GroupingPolicy)
-    min_risk: str = declared("incident_min_risk")
-    stories: int = declared("incident_stories")
-    story_tokens: int = declared("incident_story_max_new_tokens")  # a story's answer at most
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> IncidentOptions:
-        kinds = frozenset(k.strip() for k in settings.incident_pivots.split(",") if k.strip())
-        unknown = kinds - set(PIVOT_KINDS)
-        if unknown:
-            raise ConfigError(f"LOGWARDEN_INCIDENT_PIVOTS: unknown pivot(s) {', '.join(sorted(unknown))}; "
-                              f"use some of {', '.join(PIVOT_KINDS)}.")
-        policy = GroupingPolicy(gap_s=settings.incident_gap_s, weak_gap_s=settings.incident_weak_gap_s,
-                                pivots=kinds, max_fanout=settings.incident_max_fanout,
-                                max_pivot_hosts=settings.incident_max_pivot_hosts)
-        return cls(policy=policy, min_risk=settings.incident_min_risk, stories=settings.incident_stories,
-                   story_tokens=settings.incident_story_max_new_tokens)
-
-
-    def describe(self) -> dict:
-        """JSON for a run's config."""
-        policy = self.policy
-        return {"gap_s": policy.gap_s, "weak_gap_s": policy.weak_gap_s, "pivots": sorted(policy.pivots),
-                "max_fanout": policy.max_fanout, "max_pivot_hosts": policy.max_pivot_hosts,
-                "min_risk": self.min_risk, "stories": self.stories, "story_tokens": self.story_tokens}
+REVIEW_FIELDS = ("status", "close_reason", "owner", "analyst_note", "reviewer", "reviewed_at")
 
 
 @dataclass(slots=True)
 class Regrouped:
     incidents: list[Incident]  # the incidents written (new, extended or unchanged)
-    removed: list[str]  # ids that no longer exist (merged into another, or their records gone)
+    removed: list[str]  # ids that no longer exist (merged into another, their records gone, or alone)
+    candidates: list[Incident] = field(default_factory=list)  # lone risky records a story would make incidents (not stored)
+
+    @property
+    def to_tell(self) -> list[Incident]:
+        """What the story phase is given: the incidents and the candidates."""
+        return [*self.incidents, *self.candidates]
 
 
 @dataclass(slots=True)
@@ -112,10 +97,25 @@ def _regroup(store: Store, options: IncidentOptions, around: Span | None, stop: 
     carry = _Reviews(old)
     for incident in stop.each(incidents):
         carry.over(incident)
+    incidents, candidates = _chains(incidents)
     removed = sorted(set(old) - {i.id for i in incidents})
     stop.check()
     store.incidents.replace(old=sorted(old), incidents=incidents)
-    return Regrouped(incidents, removed)
+    return Regrouped(incidents, removed, candidates)
+
+
+def _chains(grouped: Sequence[Incident]) -> tuple[list[Incident], list[Incident]]:
+    """The groups that are incidents (a chain, or a lone risky record whose story was carried over),
+    and the candidates: lone records at `ALONE_MIN_RISK` or above with no story yet. The other lone
+    records stay alerts."""
+    incidents, candidates = [], []
+    for incident in grouped:
+        risky = risk_rank(incident.risk_level) >= risk_rank(ALONE_MIN_RISK)
+        if len(incident.record_ids) > 1 or (risky and incident.story_by != "rules"):
+            incidents.append(incident)
+        elif risky:
+            candidates.append(incident)
+    return incidents, candidates
 
 
 class _Stop:
@@ -205,7 +205,8 @@ class _Reviews:
         if shared:
             best = min(shared, key=lambda o: (-shared[o], o != incident.id, o))
             found = self.old[best]
-            incident.status, incident.owner, incident.analyst_note = found.status, found.owner, found.analyst_note
+            for name in REVIEW_FIELDS:
+                setattr(incident, name, getattr(found, name))
         same = self.stories.get(incident.story_key)
         if same is not None:
             for name in STORY_FIELDS:

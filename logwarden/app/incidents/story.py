@@ -10,6 +10,9 @@ noted in `rejected`. The title is always the deterministic one, made from the re
 hosts, count): the model's title is read from text a log line can steer, so it is checked (its
 rejections and ungrounded entities counted) but never shown. A story needs a summary that passed.
 
+A lone record at high or above is a candidate the regrouping did not store (regroup.py): its story,
+once written and checked, makes it an incident.
+
 Owns: the records' digest, the requests, the checks, the budget loop, and `write_stories`, the story
 phase both `analyze` (after its review, within what the run's budget left) and `incidents group`
 run. Knows nothing of grouping or of terminals and pages.
@@ -27,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 from logwarden.app.config import declared
+from logwarden.app.examples import ExamplePrompter
 from logwarden.app.postprocess import Provenance
 from logwarden.app.review import Budget, default_budget
 from logwarden.app.store import Store
@@ -53,6 +57,7 @@ class StoryStats:
     failed: int = 0  # asked, but the engine failed
     invented: int = 0
     ungrounded: int = 0
+    alone: int = 0  # of those written, lone records' stories: each made its record an incident
     texts_rejected: Counter = field(default_factory=Counter)  # reason → titles, summaries, steps the gate turned down
     usage: ModelUsage = field(default_factory=ModelUsage)
 
@@ -142,11 +147,14 @@ MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 def write_stories(store: Store, engine: Engine, incidents: Sequence[Incident], *, llm_budget: str, limit: int,
                   max_new_tokens: int = declared("incident_story_max_new_tokens"), spent: tuple[float, int] = (0.0, 0),
                   cancelled: threading.Event | None = None,
-                  progress: Callable[[str, int], None] = lambda _name, _n: None) -> StoryStats:
+                  progress: Callable[[str, int], None] = lambda _name, _n: None,
+                  examples: ExamplePrompter | None = None) -> StoryStats:
     """The stories of at most `limit` of the incidents that need one, within the budget `llm_budget`
-    (app/review.Budget's spec) of which `spent` (seconds, tokens) is gone already."""
+    (app/review.Budget's spec) of which `spent` (seconds, tokens) is gone already; `examples`: the
+    reviewed examples most like each incident's records go into its prompt."""
     writer = StoryWriter(store, engine, budget=default_budget(llm_budget, engine), spent=spent,
                          max_new_tokens=max_new_tokens, cancelled=cancelled, progress=progress)
+    writer.examples = examples
     return writer.write(incidents, limit=limit)
 
 
@@ -161,10 +169,12 @@ class StoryWriter:
         self.max_new_tokens = max_new_tokens  # a story cut here is rejected; citing each member once at most keeps stories short
         self.cancelled = cancelled or threading.Event()
         self.model = Provenance.of(engine).model
+        self.examples: ExamplePrompter | None = None
 
     def write(self, incidents: Sequence[Incident], *, limit: int) -> StoryStats:
         stats = StoryStats()
         todo = needing_story(incidents)[:limit]
+        self.progress("phase:stories", len(todo))
         for start in range(0, len(todo), BATCH):
             if self.cancelled.is_set() or not self._budget_left(stats.usage):
                 break
@@ -178,8 +188,11 @@ class StoryWriter:
 
     def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> bool:
         """Ask for a batch of stories; False when the engine failed (no more are asked this run)."""
-        prepared = [(i, *story_request(self.store.incidents.members(i.id))) for i in incidents]
+        prepared = [(i, *story_request(self._members(i))) for i in incidents]
+        if self.examples is not None:  # examples after the records; the story's checks read the records alone
+            prepared = [(i, self.examples.request(request, text), text, ids) for i, request, text, ids in prepared]
         log.info("asking the model for %d incident story(ies)", len(prepared))
+        self.progress("stories_started", len(prepared))
         started = time.perf_counter()
         try:
             answers = self.engine.generate([p[1] for p in prepared], max_new_tokens=self.max_new_tokens)
@@ -187,6 +200,8 @@ class StoryWriter:
             log.warning("the model wrote no incident story: %s", exc)
             stats.failed += len(prepared)
             return False
+        finally:
+            self.progress("stories_done", len(prepared))
         share = (time.perf_counter() - started) / max(len(answers), 1)  # the batch's wall time, split
         for (incident, _, digest, _), answer in zip(prepared, answers):
             stats.usage.add(answer.stats, seconds=share)
@@ -195,9 +210,15 @@ class StoryWriter:
             checked = None if answer.error else check_story(incident, answer.text, digest, stats)
             if checked is not None:
                 checked.model = str(self.model) if self.model else None
-                self.store.incidents.set_story(checked)
-                stats.written += 1
+                if self.store.incidents.set_story(checked):
+                    stats.written += 1
+                    stats.alone += len(checked.record_ids) == 1
         return True
+
+    def _members(self, incident: Incident) -> list[RiskRecord]:
+        """The incident's records; a candidate's (a lone record, not stored as an incident) by id."""
+        return self.store.incidents.members(incident.id) or [
+            r for r in map(self.store.get_record, incident.record_ids) if r is not None]
 
 
 def needing_story(incidents: Sequence[Incident]) -> list[Incident]:

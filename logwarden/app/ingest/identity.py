@@ -160,12 +160,12 @@ def next_generation(known: Iterable[Known], name: str, inode: int) -> int:
     return 1 + max((k.generation for k in known if k.path == name and k.inode == inode), default=-1)
 
 
-def head_of(stream, *, evtx: bool = False) -> bytes:
-    """The head of an open binary stream (left at its start). EVTX: the first events' bytes."""
+def head_of(stream, *, evtx: bool = False, size: int = FINGERPRINT_BYTES) -> bytes:
+    """The first `size` bytes of an open binary stream (left at its start). EVTX: the first events' bytes."""
     try:
         if evtx:
             stream.seek(EVTX_HEADER_BYTES)
-        head = stream.read(FINGERPRINT_BYTES)
+        head = stream.read(size)
         stream.seek(0)
     except READ_ERRORS:
         return b""

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from logwarden.app.events import ErrorRow, LogLine
-from logwarden.app.ingest.identity import READ_ERRORS, Fingerprint, head_of
+from logwarden.app.ingest.identity import FINGERPRINT_BYTES, READ_ERRORS, Fingerprint, head_of
 from logwarden.app.safetext import clean, os_text
 
 log = logging.getLogger(__name__)
@@ -123,11 +123,11 @@ def open_content(path: Path) -> Iterator[tuple[BinaryIO, bool]]:
             stream.close()
 
 
-def read_head(path: Path) -> bytes | None:
-    """The first `FINGERPRINT_BYTES` of the file's (decompressed) content; None when unreadable."""
+def read_head(path: Path, size: int = FINGERPRINT_BYTES) -> bytes | None:
+    """The first `size` bytes of the file's (decompressed) content; None when unreadable."""
     try:
         with open_content(path) as (stream, evtx):
-            return head_of(stream, evtx=evtx)
+            return head_of(stream, evtx=evtx, size=size)
     except READ_ERRORS:
         return None
 

@@ -126,13 +126,16 @@ class YearGuesser:
 
     A line is assumed to be no later than the reference time (the file's mtime, or now): a date
     after it belongs to the previous year. When consecutive lines jump back by more than half a
-    year, the log crossed New Year after the reference point, and the year goes up by one.
+    year, the log crossed New Year after the reference point, and the year goes up by one — never
+    to a time more than a day after now (a log is not written in the future).
     """
 
     def __init__(self, reference_time: datetime | None = None):
-        ref = reference_time or datetime.now()
+        now = datetime.now()
+        ref = reference_time or now
         self.ref_date = (ref + _FUTURE_SLACK).date()
         self.ref_year = ref.year
+        self.latest = now + _FUTURE_SLACK
         self._years: dict[tuple[int, int], int] = {}
         self.previous: datetime | None = None
 
@@ -159,7 +162,8 @@ class YearGuesser:
         if previous is not None and previous - ts > _ROLLOVER_JUMP:
             bumped = make_datetime(ts.year + 1, ts.month, ts.day, ts.hour, ts.minute,
                                    ts.second, ts.microsecond, ts.tzinfo)
-            ts = bumped or ts
+            if bumped is not None and bumped <= self.latest:
+                ts = bumped
         self.previous = ts
         return ts
 

@@ -55,7 +55,7 @@ def _evtx_shape(obj: dict) -> WindowsParts | None:
     system = event.get("System") if isinstance(event, dict) else None
     if not isinstance(system, dict):
         return None
-    event_id = _event_id(system.get("EventID"))
+    event_id = event_number(system.get("EventID"))
     if event_id is None:
         return None
     data = _event_data(event.get("EventData"))
@@ -75,7 +75,7 @@ def _winlogbeat_shape(obj: dict) -> WindowsParts | None:
         names = ("log_name", "source_name", "computer_name")
     else:
         return None
-    event_id = _event_id(source.get("event_id"))
+    event_id = event_number(source.get("event_id"))
     if event_id is None:
         return None
     channel, provider, computer = (source.get(n) for n in names)
@@ -94,7 +94,7 @@ def _flat_shape(obj: dict) -> WindowsParts | None:
     key = next((k for k in _FLAT_ID_KEYS if k in obj), None)
     if key is None or (key in ("Id", "EventCode") and not _has_any(obj, "LogName", "Channel")):
         return None  # a bare "Id" is any JSON's id, not a Windows event id
-    event_id = _event_id(obj[key])
+    event_id = event_number(obj[key])
     if event_id is None:
         return None
     nested = obj.get("EventData")
@@ -120,7 +120,9 @@ def _first(obj: dict, *keys: str) -> Any:
     return next((obj[k] for k in keys if obj.get(k) not in (None, "")), None)
 
 
-def _event_id(value: Any) -> int | None:
+def event_number(value: Any) -> int | None:
+    """An integer field as the Windows shapes write it (EventID, EventRecordID): a number, digits, or
+    evtx_dump's {"#text": n, "#attributes": …}; None for anything else (a bool is not a number)."""
     if isinstance(value, dict):  # {"#text": 4625, "#attributes": {"Qualifiers": ...}}
         value = value.get("#text", value.get("value"))
     if isinstance(value, bool):
@@ -218,7 +220,7 @@ def _xml_event_parts(root: ElementTree.Element) -> WindowsParts | None:
         return None
     items = {_local(c.tag): c for c in system}
     empty = ElementTree.Element("missing")
-    event_id = _event_id(items.get("EventID", empty).text)
+    event_id = event_number(items.get("EventID", empty).text)
     if event_id is None:
         return None
     data = _xml_event_data(_child(root, "EventData"))

@@ -9,10 +9,10 @@ from logwarden.app.store.deliveries import DeliveryStore
 from logwarden.app.store.incidents import IncidentFilter, IncidentStore
 from logwarden.app.store.migrations import LATEST_VERSION
 from logwarden.app.store.store import Store, open_store
-from logwarden.app.store.types import ErrorInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
+from logwarden.app.store.types import ErrorInfo, FeedbackInfo, RecordFilter, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.app.store.writes import Transaction
 
 __all__ = [
-    "LATEST_VERSION", "DeliveryStore", "ErrorInfo", "IncidentFilter", "IncidentStore", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
+    "LATEST_VERSION", "DeliveryStore", "ErrorInfo", "FeedbackInfo", "IncidentFilter", "IncidentStore", "IndicatorCount", "RecordFilter", "ReviewInfo", "RunInfo", "SourceState",
     "Store", "TechniqueCount", "TimeCount", "Transaction", "WindowRow", "open_store",
 ]

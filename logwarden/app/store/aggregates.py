@@ -20,10 +20,10 @@ from logwarden.app.store.tables import Record, Run, Source, WindowResult
 from logwarden.app.store.types import RecordFilter
 from logwarden.errors import InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, Indicators
+from logwarden.schemas.record import OPEN_STATUSES
 
 INDICATOR_KINDS = tuple(Indicators.model_fields)
 BUCKET_FORMATS = {"hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d 00:00:00"}
-OPEN_STATUSES = ("new", "confirmed")
 
 
 class TimeCount(NamedTuple):
@@ -102,6 +102,14 @@ def technique_counts(conn: Connection, f: RecordFilter) -> list[TechniqueCount]:
     stmt = (select(tid, tactic, count).select_from(Record).join(each, true()).where(where(f))
             .group_by(tid, tactic).order_by(count.desc(), tid))
     return [TechniqueCount(t, tac or "", n) for t, tac, n in conn.execute(stmt)]
+
+
+def last_event_span(conn: Connection, f: RecordFilter) -> tuple[datetime | None, datetime | None]:
+    """The earliest and latest `last_ts` of the filtered records (what --since/--until compare), UTC."""
+    column_type = Record.__table__.c.last_ts.type
+    stmt = select(func.min(Record.last_ts, type_=column_type), func.max(Record.last_ts, type_=column_type))
+    first, last = conn.execute(stmt.where(where(f))).one()  # UTCDateTime hands them back aware
+    return first, last
 
 
 def kpis(conn: Connection, f: RecordFilter) -> dict[str, Any]:

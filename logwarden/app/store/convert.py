@@ -14,10 +14,10 @@ from logwarden.app.store.tables import to_utc
 from logwarden.app.store.types import ErrorInfo, ReviewInfo, RunInfo, SourceState, WindowRow
 from logwarden.schemas import RiskRecord, risk_rank
 
-DATETIME_FIELDS = ("first_ts", "last_ts", "created_at")
+DATETIME_FIELDS = ("first_ts", "last_ts", "created_at", "reviewed_at")
 DERIVED_COLUMNS = ("risk_rank", "technique_ids", "updated_at")
 # Owned by the analyst's reviews: re-analysing the same lines must not reset them.
-REVIEW_COLUMNS = ("status", "analyst_note")
+REVIEW_COLUMNS = ("status", "close_reason", "analyst_note", "reviewer", "reviewed_at")
 KEEP_ON_UPDATE = (*REVIEW_COLUMNS, "id", "created_at")
 
 
@@ -29,7 +29,7 @@ def technique_ids_text(techniques: list[dict[str, Any]]) -> str:
 def record_to_row(record: RiskRecord, *, now: datetime) -> dict[str, Any]:
     # One JSON-mode dump keeps nested values JSON-safe (e.g. datetimes inside engine_stats);
     # the top-level datetimes go back in as objects for the UTCDateTime columns.
-    row = record.model_dump(mode="json")
+    row = record.model_dump(mode="json", exclude={"rule_titles"})  # the store's, by rule (`rule_titles`)
     row.update({name: getattr(record, name) for name in DATETIME_FIELDS})
     row["risk_rank"] = risk_rank(record.risk_level)
     row["technique_ids"] = technique_ids_text(row["techniques"])

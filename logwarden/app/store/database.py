@@ -19,6 +19,7 @@ Owns: engine creation and the BEGIN hook. Does not know about tables or records.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,23 @@ BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "logwarden_write"
 
 
+# A URL's scheme (`sqlite:`, `postgresql+psycopg:`); one letter is a Windows drive (`C:\\logs\\lw.db`), a path.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def store_url(text: str) -> str:
+    """`--db` / `LOGWARDEN_DB` as given: a URL as it is; a path (`./lw.db`, `/abs/lw.db`, `~/lw.db`) as the
+    URL of that SQLite file, made absolute (the UI's server and the printed next commands get the same
+    file whatever their folder). The one place an option becomes a store URL: every opening parses
+    through it; what the file holds is checked when it is opened (another application's is refused)."""
+    if _SCHEME.match(text):
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
 def parse_url(url: str) -> URL:
     try:
-        return make_url(url)
+        return make_url(store_url(url))
     except ArgumentError as exc:
         raise StoreInputError(f"Bad database URL {url!r}: {exc}. Use e.g. sqlite:////abs/path/logwarden.db "
                          "or postgresql+psycopg://user@host/db (set LOGWARDEN_DB or --db).") from exc

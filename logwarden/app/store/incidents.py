@@ -17,15 +17,14 @@ from typing import Any
 from sqlalchemy import Connection, Text, cast, delete, func, insert, select, text, update
 
 from logwarden.app.store.convert import row_to_record, utc_now
+from logwarden.app.store.reviews import ReviewChange, review_record
 from logwarden.app.store.tables import IncidentMember, IncidentReview, IncidentRow, Record
 from logwarden.errors import InputError
 from logwarden.schemas import RiskRecord, risk_rank
 from logwarden.schemas.incident import Incident
-from logwarden.schemas.record import STATUSES
 
 CHUNK = 500
 GROUPING_LOCK = 0x6C77696E  # "lwin": PostgreSQL advisory lock id that serialises regroupings
-REVIEW_FIELDS = ("status", "owner", "analyst_note")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +109,19 @@ class IncidentStore:
                              "give more of the id.")
         return None
 
-    def query(self, filters: IncidentFilter | None = None, *, limit: int = 100) -> list[Incident]:
-        """Riskiest first, then newest."""
+    def query(self, filters: IncidentFilter | None = None, *, limit: int = 100, offset: int = 0) -> list[Incident]:
+        """Riskiest first, then newest (the id breaks ties: pages never overlap)."""
         stmt = select(IncidentRow.__table__).where(*_where(filters or IncidentFilter()))
-        stmt = stmt.order_by(IncidentRow.risk_rank.desc(), IncidentRow.last_ts.desc(), IncidentRow.id).limit(limit)
+        stmt = (stmt.order_by(IncidentRow.risk_rank.desc(), IncidentRow.last_ts.desc(), IncidentRow.id)
+                .limit(limit).offset(offset))
         with self._read() as conn:
             rows = list(conn.execute(stmt).mappings())
             members = _member_ids(conn, [r["id"] for r in rows])
         return [_row_to_incident(r, members[r["id"]]) for r in rows]
+
+    def count(self, filters: IncidentFilter | None = None) -> int:
+        with self._read() as conn:
+            return conn.scalar(select(func.count()).select_from(IncidentRow).where(*_where(filters or IncidentFilter())))
 
     def members(self, incident_id: str) -> list[RiskRecord]:
         """The incident's records in time order."""
@@ -163,33 +167,51 @@ class IncidentStore:
             for start in range(0, len(links), CHUNK * 10):
                 conn.execute(insert(IncidentMember), links[start:start + CHUNK * 10])
 
-    def set_story(self, incident: Incident) -> None:
-        """Store a (re)written story; the review fields stay as they are."""
+    def set_story(self, incident: Incident) -> bool:
+        """Store a (re)written story; the review fields stay as they are. An incident not stored yet (a
+        lone record's, which its story makes an incident: app/incidents/regroup.py) is written whole,
+        unless a record of it joined an incident meanwhile. False when nothing was stored."""
         fields = ("title", "summary", "stages", "next_steps", "cited", "story_by", "story_key", "model",
                   "ungrounded", "invented", "rejected")
         values = {name: getattr(incident, name) for name in fields}
         with self._write() as conn:
-            conn.execute(update(IncidentRow).where(IncidentRow.id == incident.id).values(
-                **values, updated_at=utc_now()))
+            updated = conn.execute(update(IncidentRow).where(IncidentRow.id == incident.id).values(
+                **values, updated_at=utc_now())).rowcount
+            if updated:
+                return True
+            taken = conn.execute(select(IncidentMember.record_id).where(
+                IncidentMember.record_id.in_(incident.record_ids)).limit(1)).first()
+            if taken is not None:
+                return False
+            conn.execute(insert(IncidentRow), [_row_of(incident, utc_now())])
+            conn.execute(insert(IncidentMember), [{"record_id": r, "incident_id": incident.id}
+                                                  for r in incident.record_ids])
+        return True
 
-    def review(self, incident_id: str, *, status: str | None = None, owner: str | None = None,
-               note: str | None = None, reviewer: str | None = None) -> dict[str, Any]:
-        """Append to the trail and make it the incident's status, owner and note; None keeps each."""
-        if status is not None and status not in STATUSES:
-            raise InputError(f"Unknown review status {status!r}; use one of: {', '.join(STATUSES)}.")
+    def review(self, incident_id: str, *, status: str | None = None, reason: str | None = None,
+               owner: str | None = None, note: str | None = None, reviewer: str | None = None) -> dict[str, Any]:
+        """Append to the trail and make it the incident's state (closed with a `reason`), owner and
+        note; None keeps each. A new state goes to every member record too, each record's trail row
+        naming this incident. Returns the incident's review and `records`, how many members changed."""
+        change = ReviewChange(status=status, reason=reason, note=note, reviewer=reviewer)
+        change.check()
         found = self.resolve_id(incident_id) or incident_id
+        now = utc_now()
         with self._write() as conn:
-            row = conn.execute(select(*(IncidentRow.__table__.c[f] for f in REVIEW_FIELDS)).where(
-                IncidentRow.id == found)).mappings().first()
+            row = conn.execute(select(IncidentRow.status, IncidentRow.close_reason, IncidentRow.analyst_note,
+                                      IncidentRow.owner).where(IncidentRow.id == found)).first()
             if row is None:
                 raise InputError(f"No incident {incident_id!r}; list them with `logwarden incidents list`.")
-            written = {"status": status or row["status"], "owner": owner if owner is not None else row["owner"],
-                       "analyst_note": note if note is not None else row["analyst_note"]}
-            conn.execute(update(IncidentRow).where(IncidentRow.id == found).values(**written, updated_at=utc_now()))
-            conn.execute(insert(IncidentReview).values(incident_id=found, status=written["status"],
-                                                       owner=written["owner"], note=note, reviewer=reviewer,
-                                                       created_at=utc_now()))
-        return {"id": found, **written}
+            written = {**change.written(row, now), "owner": owner if owner is not None else row.owner}
+            conn.execute(update(IncidentRow).where(IncidentRow.id == found).values(**written, updated_at=now))
+            conn.execute(insert(IncidentReview).values(
+                incident_id=found, old_status=row.status, status=written["status"],
+                close_reason=written["close_reason"], owner=written["owner"], note=note, reviewer=reviewer,
+                created_at=now))
+            members = _member_ids(conn, [found])[found] if status else []
+            for record_id in members:
+                review_record(conn, record_id, change, now=now, incident_id=found)
+        return {"id": found, "old_status": row.status, **written, "records": len(members)}
 
 
 def _row_of(incident: Incident, now: datetime) -> dict[str, Any]:

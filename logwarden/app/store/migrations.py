@@ -276,6 +276,87 @@ def _step_deliveries(conn: Connection) -> None:
           Column("updated_at", DateTime, nullable=False)).create(conn)
 
 
+def _step_rule_titles(conn: Connection) -> None:
+    """Issue 45. Each loaded rule's title by its id (SigmaHQ's ids are UUIDs): the lists, a record's page
+    and its JSON name the rules by title. Records stored before get their rules' titles once a run loads them."""
+    Table("rule_titles", MetaData(), Column("rule_id", Text, primary_key=True),
+          Column("title", Text, nullable=False)).create(conn)
+
+
+# Issue 42: the review states before it → (status, close reason) after it.
+SOC_STATUSES = {"new": ("open", None), "confirmed": ("in_progress", None),
+                "false_positive": ("closed", "false_positive"), "resolved": ("closed", "true_positive")}
+
+
+def _step_soc_review(conn: Connection) -> None:
+    """Issue 42. Review states as SOC tools share them (Elastic Security's alert workflow, Splunk ES):
+    open → acknowledged → in_progress → closed, closed with a reason (true_positive, benign_positive,
+    false_positive, duplicate). Records and incidents gain `close_reason` and who reviewed them last,
+    when (`reviewer`, `reviewed_at`, from their latest trail row); every trail row gains the state it
+    left (`old_status`) and its reason, and a record's row names the incident whose review it came
+    from (`incident_id`).
+
+    The old states map as an analyst would read them:
+    - new → open: nobody has looked at it.
+    - confirmed → in_progress: someone judged it a real threat and has not closed it; in_progress
+      (not acknowledged, which says only "seen") keeps that work is under way. The verdict itself
+      waits for the close: SOC tools give a reason when closing only.
+    - false_positive → closed, false_positive.
+    - resolved → closed, true_positive: resolved meant a real finding was handled (the incident
+      export already sent it as OCSF verdict True Positive).
+    A trail row's `old_status` is the state of the row before it for the same record or incident
+    (open for the first)."""
+    when = DateTime().compile(dialect=conn.dialect)
+    for table in ("records", "incidents"):
+        for column, kind in (("close_reason", "VARCHAR(20)"), ("reviewer", "VARCHAR(200)"), ("reviewed_at", when)):
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+    conn.execute(text("ALTER TABLE reviews ADD COLUMN incident_id VARCHAR(40)"))
+    for table in ("reviews", "incident_reviews"):
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN old_status VARCHAR(20)"))
+        conn.execute(text(f"ALTER TABLE {table} ADD COLUMN close_reason VARCHAR(20)"))
+    for table in ("records", "incidents", "reviews", "incident_reviews"):
+        for old, (new, reason) in SOC_STATUSES.items():
+            conn.execute(text(f"UPDATE {table} SET status = :new, close_reason = :reason WHERE status = :old"),
+                         {"new": new, "reason": reason, "old": old})
+    for table, key, owner in (("reviews", "record_id", "records"), ("incident_reviews", "incident_id", "incidents")):
+        _fill_old_status(conn, table, key)
+        for column in ("reviewer", "created_at"):
+            target = "reviewed_at" if column == "created_at" else column
+            conn.execute(text(f"UPDATE {owner} SET {target} = (SELECT t.{column} FROM {table} t "
+                              f"WHERE t.{key} = {owner}.id ORDER BY t.id DESC LIMIT 1)"))
+
+
+def _fill_old_status(conn: Connection, table: str, key: str) -> None:
+    before: dict[str, str] = {}
+    rows = conn.execute(text(f"SELECT id, {key}, status FROM {table} ORDER BY id")).all()
+    for row_id, item, status in rows:
+        conn.execute(text(f"UPDATE {table} SET old_status = :old WHERE id = :id"),
+                     {"old": before.get(item, "open"), "id": row_id})
+        before[item] = status
+
+
+def _step_model_feedback(conn: Connection) -> None:
+    """Issue 42. An analyst's accept or reject of the model's judgements, with a reason of a fixed set
+    (schemas/feedback.py): a record's verdict and text, an incident's story, a triage answer. Each row
+    keeps the text it judged and that text's sha256, so it stays tied to it when the model rewrites the
+    text later, and (a triage snippet) the lines judged. `triage_answers` keeps what the model answered
+    to a snippet, so the answer can be judged after the command that asked ended."""
+    md = MetaData()
+    Table("triage_answers", md,
+          Column("id", String(40), primary_key=True), Column("snippet", Text, nullable=False),
+          Column("snippet_sha256", String(64), nullable=False, index=True), Column("answer", Text, nullable=False),
+          Column("verdict", String(40), nullable=False), Column("model", Text),
+          Column("record_ids", JSON, nullable=False), Column("created_at", DateTime, nullable=False))
+    Table("model_feedback", md,
+          Column("id", Integer, primary_key=True), Column("kind", String(10), nullable=False),
+          Column("target_id", String(64), nullable=False), Column("judged_sha256", String(64), nullable=False),
+          Column("judged", Text, nullable=False), Column("context", Text), Column("model", Text),
+          Column("verdict", String(10), nullable=False), Column("reason", String(30), nullable=False),
+          Column("note", Text), Column("reviewer", String(200)), Column("created_at", DateTime, nullable=False),
+          Index("ix_model_feedback_target", "kind", "target_id"))
+    md.create_all(conn)
+
+
 STEPS: tuple[tuple[int, str, Step], ...] = (
     (1, "initial schema", _step_1_initial),
     (2, "records: ungrounded entities (record schema 2)", _step_record_grounding),
@@ -296,6 +377,12 @@ STEPS: tuple[tuple[int, str, Step], ...] = (
     # issue 44
     (14, "sources: the detector's state, saved with the position", _step_detector_state),
     (15, "deliveries: what each forwarding destination took", _step_deliveries),
+    # issue 45
+    (18, "rule titles: what a person reads for a rule's id", _step_rule_titles),
+    # issue 42
+    (20, "review states: open, acknowledged, in progress, closed with a reason; the trail's old state",
+     _step_soc_review),
+    (21, "model feedback: accept or reject the model's judgements; triage answers kept", _step_model_feedback),
 )
 LATEST_VERSION = STEPS[-1][0]
 

@@ -13,8 +13,9 @@ open stores (`store.py`, `writes.py`, `migrations.py`); does not know how record
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from logwarden.app.store.tables import (
     ModelReview,
     Record,
     Review,
+    RuleTitle,
     Source,
     SourceLines,
     WatchedFolder,
@@ -42,6 +44,7 @@ from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import RiskRecord
 
 MAX_ROWS = 2**62  # any larger LIMIT/OFFSET would overflow the databases' 64-bit integers
+TITLE_CHUNK = 500  # rule ids per IN (…): SQLite's bound parameters are limited
 
 
 class Queries:
@@ -103,7 +106,7 @@ class Queries:
         CLI and the UI print); None when none does. An ambiguous prefix is an `InputError`."""
         found = self.resolve_id(record_id)
         rows = self._rows(select(Record.__table__).where(Record.id == found)) if found else []
-        return row_to_record(rows[0]) if rows else None
+        return self._titled([row_to_record(rows[0])])[0] if rows else None
 
     def resolve_id(self, prefix: str) -> str | None:
         """The full id of the one record whose id is or starts with `prefix`; None when none."""
@@ -119,6 +122,24 @@ class Queries:
                              f"{', …' if len(ids) > 2 else ''}); give more of the id.")
         return None
 
+    def resolve_source(self, given: str) -> str:
+        """The stored source path a record filter's `given` names: the full path, else the one source it is
+        a path suffix of (`nginx/access.log`) or the file name of (`access.log`). Several → an `InputError`
+        listing them; none → an `InputError` listing a few sources there are (a typo must not read as "no records")."""
+        known = self._scalars(select(Record.source).distinct().order_by(Record.source))
+        if given in known:
+            return given
+        tail = given.strip().lstrip("/")
+        found = [s for s in known if tail and (s.endswith("/" + tail) or s.endswith("\\" + tail))]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise InputError(f"--source {given!r} matches several sources: {', '.join(found[:10])}"
+                             f"{', …' if len(found) > 10 else ''}; give more of the path.")
+        raise InputError(f"--source {given!r} matches no source of a stored record"
+                         + (f" (there are {len(known)}: {', '.join(known[:5])}{', …' if len(known) > 5 else ''})"
+                            if known else " (the store holds no records)") + ".")
+
     def query_records(self, filters: RecordFilter | None = None, *, order_by: str = "last_ts",
                       descending: bool = True, limit: int = 50, offset: int = 0) -> list[RiskRecord]:
         column = sort_column(order_by)
@@ -127,7 +148,22 @@ class Queries:
         # Tie-break on id so that pages never overlap or skip when sort values repeat.
         stmt = (select(Record.__table__).where(where(filters or RecordFilter()))
                 .order_by(direction, Record.id).limit(limit).offset(offset))
-        return [row_to_record(r) for r in self._rows(stmt)]
+        return self._titled([row_to_record(r) for r in self._rows(stmt)])
+
+    def _titled(self, records: list[RiskRecord]) -> list[RiskRecord]:
+        """The records with their rules' titles (`RiskRecord.rule_titles`), as the runs that loaded them saved them."""
+        titles = self.rule_titles({rule_id for r in records for rule_id in r.detections})
+        return [r.model_copy(update={"rule_titles": {i: titles[i] for i in r.detections if i in titles}})
+                if titles else r for r in records]
+
+    def rule_titles(self, rule_ids: Iterable[str]) -> dict[str, str]:
+        """id → title of the rules with these ids that a run loaded."""
+        wanted, found = sorted(rule_ids), {}
+        for start in range(0, len(wanted), TITLE_CHUNK):
+            stmt = select(RuleTitle.rule_id, RuleTitle.title).where(
+                RuleTitle.rule_id.in_(wanted[start:start + TITLE_CHUNK]))
+            found.update((row["rule_id"], row["title"]) for row in self._rows(stmt))
+        return found
 
     def record_ids(self, filters: RecordFilter | None = None) -> list[str]:
         """The ids of the records matching `filters` (no rows built: a regrouping's span may hold 200k)."""
@@ -159,6 +195,9 @@ class Queries:
 
     def technique_counts(self, filters: RecordFilter | None = None) -> list[aggregates.TechniqueCount]:
         return self._aggregate(aggregates.technique_counts, filters)
+
+    def last_event_span(self, filters: RecordFilter | None = None) -> tuple[datetime | None, datetime | None]:
+        return self._aggregate(aggregates.last_event_span, filters)
 
     def kpis(self, filters: RecordFilter | None = None) -> dict[str, Any]:
         return self._aggregate(aggregates.kpis, filters)

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DatabaseError
 
 from logwarden.app.events import ErrorRow
 from logwarden.app.safetext import clean
+from logwarden.app.store import feedback
 from logwarden.app.store.convert import row_to_run, utc_now
 from logwarden.app.store.database import is_sqlite, make_engine, parse_url, require_file, sqlite_file
 from logwarden.app.store.deliveries import DeliveryStore
@@ -42,16 +43,16 @@ from logwarden.app.store.migrations import (
     store_kind,
 )
 from logwarden.app.store.queries import Queries, shown_url
-from logwarden.app.store.tables import Base, BaselineMute, BaselineProfile, Record, Review, Run
-from logwarden.app.store.types import RunInfo, WindowRow
+from logwarden.app.store.reviews import ReviewChange, review_record
+from logwarden.app.store.tables import Base, BaselineMute, BaselineProfile, Run
+from logwarden.app.store.types import FeedbackInfo, RunInfo, WindowRow
 from logwarden.app.store.writes import Transaction
 from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import RiskRecord
-from logwarden.schemas.record import STATUSES
 
 TABLES = ("sources", "runs", "records", "evidence", "windows", "errors", "reviews", "watched_folders",
           "baseline_profiles", "baseline_mutes", "model_reviews", "incidents", "incident_records",
-          "source_lines", "deliveries")
+          "source_lines", "deliveries", "rule_titles", "triage_answers", "model_feedback")
 COMMAND_MAX = 200  # runs.command's width
 QUICK_CHECK_ROWS = 3  # problems a damaged file's check lists before it stops (the first is shown)
 
@@ -189,6 +190,12 @@ class Store(Queries):
         self._open_runs.add(run_id)
         return run_id
 
+    def remember_rules(self, titles: dict[str, str]) -> None:
+        """The titles of the rules a run loaded, by id (a rule's newer title replaces its older one)."""
+        rows = [{"rule_id": rule_id, "title": title} for rule_id, title in titles.items()]
+        with self._write() as conn:
+            Transaction(conn).upsert_rule_titles(rows)
+
     def finish_run(self, run_id: str, *, status: str, metrics: dict[str, Any]) -> None:
         stmt = update(Run).where(Run.id == run_id).values(finished_at=utc_now(), status=status, metrics=metrics)
         with self._write() as conn:
@@ -207,6 +214,11 @@ class Store(Queries):
                              .values(status="aborted", finished_at=utc_now()))
         except (StoreError, DatabaseError):  # at exit there is no one left to tell
             pass
+
+    def get_run(self, run_id: str) -> RunInfo | None:
+        stmt = select(Run.__table__).where(Run.id == run_id)
+        rows = [row_to_run(row) for row in self._rows(stmt)]
+        return rows[0] if rows else None
 
     def list_runs(self, limit: int = 20) -> list[RunInfo]:
         stmt = select(Run.__table__).order_by(Run.started_at.desc()).limit(limit)
@@ -234,23 +246,57 @@ class Store(Queries):
 
     # -- the reviews of records -----------------------------------------------------------------------------
 
-    def add_review(self, record_id: str, *, status: str | None = None, note: str | None = None,
-                   reviewer: str | None = None) -> str:
-        """Append to the audit trail and make it the record's current status and note; `status`
-        None keeps the record's current status (a note alone never changes it). Returns the
-        status written. `record_id` may be a unique prefix of the id."""
-        if status is not None and status not in STATUSES:
-            raise InputError(f"Unknown review status {status!r}; use one of: {', '.join(STATUSES)}.")
+    def add_review(self, record_id: str, *, status: str | None = None, reason: str | None = None,
+                   note: str | None = None, reviewer: str | None = None) -> dict[str, Any]:
+        """Move the record to `status` (closed needs a close `reason`; None keeps the current state
+        and reason: a note alone never changes them), replace its note when one is given, and append
+        the change to its trail. Returns the review written. `record_id` may be a unique prefix."""
+        change = ReviewChange(status=status, reason=reason, note=note, reviewer=reviewer)
+        change.check()
         record_id = self.resolve_id(record_id) or record_id
         with self._write() as conn:
-            current = conn.scalar(select(Record.status).where(Record.id == record_id))
-            if current is None:
-                raise InputError(f"No record {record_id!r}; list record ids with `logwarden records list`.")
-            status = status or current
-            conn.execute(update(Record).where(Record.id == record_id).values(status=status, analyst_note=note))
-            conn.execute(insert(Review).values(record_id=record_id, status=status, note=note,
-                                               reviewer=reviewer, created_at=utc_now()))
-        return status
+            written = review_record(conn, record_id, change, now=utc_now())
+        if written is None:
+            raise InputError(f"No record {record_id!r}; list record ids with `logwarden records list`.")
+        return written
+
+    # -- feedback on the model's judgements (app/store/feedback.py) ----------------------------------
+
+    def add_feedback(self, kind: str, target_id: str, *, verdict: str, reason: str | None = None,
+                     note: str | None = None, reviewer: str | None = None) -> FeedbackInfo:
+        """Accept or reject the model's judgement `kind` (record, story, triage) of `target_id` (an id or a
+        unique prefix) with a reason (`schemas.feedback`; accept's default: correct). The row keeps the text
+        judged and its sha256. An InputError (exit 2) for an unknown id, a bad verdict or reason, or a
+        judgement the rules wrote (a rules-only record, a story by the rules)."""
+        found = self.feedback_target(kind, target_id) or target_id
+        with self._write() as conn:
+            return feedback.add_feedback(conn, kind, found, verdict=verdict, reason=reason, note=note,
+                                         reviewer=reviewer, now=utc_now())
+
+    def list_feedback(self, kind: str | None = None, target_id: str | None = None, *,
+                      limit: int = feedback.LIST_LIMIT) -> list[FeedbackInfo]:
+        """The feedback rows, newest first: all, of one kind, or of one exact target id."""
+        with self._read() as conn:
+            return feedback.list_feedback(conn, kind=kind, target_id=target_id, limit=limit)
+
+    def feedback_target(self, kind: str, given: str) -> str | None:
+        """The full id of the record, incident or triage answer `given` names (a unique prefix); None: none."""
+        if kind == "record":
+            return self.resolve_id(given)
+        if kind == "story":
+            return self.incidents.resolve_id(given)
+        if kind != "triage":
+            return None  # add_feedback says what can be judged
+        with self._read() as conn:
+            return feedback.resolve_triage(conn, given)
+
+    def add_triage_answer(self, *, snippet: str, answer: str, verdict: str, model: str | None = None,
+                          record_ids: Sequence[str] = ()) -> str:
+        """Keep the model's answer to a triage snippet (once: the same answer to the same snippet is one
+        row), so that it can be judged later; returns its id (`tri-` and 16 hex digits)."""
+        with self._write() as conn:
+            return feedback.add_triage_answer(conn, snippet=snippet, answer=answer, verdict=verdict, model=model,
+                                              record_ids=list(record_ids), now=utc_now())
 
     # -- baselines: forgetting and muting ---------------------------------------------------
 

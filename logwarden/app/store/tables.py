@@ -105,6 +105,15 @@ class WatchedFolder(Base):
     first_watched_at: Mapped[datetime]
 
 
+class RuleTitle(Base):
+    """The title of each rule a run loaded (by the id records name in `detections`): SigmaHQ's ids are
+    UUIDs, which a person cannot read; records read from the store carry their rules' titles."""
+
+    __tablename__ = "rule_titles"
+    rule_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+
+
 class Run(Base):
     __tablename__ = "runs"
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -147,7 +156,10 @@ class Record(Base):
     prompt_version: Mapped[str] = mapped_column(String(40))
     schema_version: Mapped[str] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20), index=True)
+    close_reason: Mapped[str | None] = mapped_column(String(20))
     analyst_note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str | None] = mapped_column(String(200))
+    reviewed_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
     run_id: Mapped[str | None] = mapped_column(String(40), index=True)
@@ -201,10 +213,16 @@ class ErrorEntry(Base):
 
 
 class Review(Base):
+    """The trail of a record's reviews: each change, from `old_status` to `status`; `incident_id`
+    names the incident whose review it came from (None: the record's own)."""
+
     __tablename__ = "reviews"
     id: Mapped[int] = mapped_column(primary_key=True)
     record_id: Mapped[str] = mapped_column(ForeignKey("records.id", ondelete="CASCADE"), index=True)
+    old_status: Mapped[str | None] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20))
+    close_reason: Mapped[str | None] = mapped_column(String(20))
+    incident_id: Mapped[str | None] = mapped_column(String(40))
     note: Mapped[str | None] = mapped_column(Text)
     reviewer: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime]
@@ -282,8 +300,11 @@ class IncidentRow(Base):
     pivots: Mapped[list[Any]]
     record_count: Mapped[int]
     status: Mapped[str] = mapped_column(String(20), index=True)
+    close_reason: Mapped[str | None] = mapped_column(String(20))
     owner: Mapped[str | None] = mapped_column(String(200))
     analyst_note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str | None] = mapped_column(String(200))
+    reviewed_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -297,12 +318,14 @@ class IncidentMember(Base):
 
 
 class IncidentReview(Base):
-    """The audit trail of an incident's reviews (status, owner, note)."""
+    """The audit trail of an incident's reviews (from `old_status` to status, reason, owner, note)."""
 
     __tablename__ = "incident_reviews"
     id: Mapped[int] = mapped_column(primary_key=True)
     incident_id: Mapped[str] = mapped_column(String(40), index=True)
+    old_status: Mapped[str | None] = mapped_column(String(20))
     status: Mapped[str] = mapped_column(String(20))
+    close_reason: Mapped[str | None] = mapped_column(String(20))
     owner: Mapped[str | None] = mapped_column(String(200))
     note: Mapped[str | None] = mapped_column(Text)
     reviewer: Mapped[str | None] = mapped_column(String(200))
@@ -318,3 +341,42 @@ class Delivery(Base):
     item_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     state: Mapped[str] = mapped_column(String(12))
     updated_at: Mapped[datetime]
+
+
+class TriageAnswer(Base):
+    """The model's answer to a triage snippet (`logwarden triage`, the UI's triage page), kept so that it
+    can be judged later: the snippet, its sha256 (a triage record's source is `triage:` + its first 12
+    hex digits), the answer as the model wrote it and the verdict the command drew from it."""
+
+    __tablename__ = "triage_answers"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    snippet: Mapped[str] = mapped_column(Text)
+    snippet_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    answer: Mapped[str] = mapped_column(Text)
+    verdict: Mapped[str] = mapped_column(String(40))
+    model: Mapped[str | None] = mapped_column(Text)
+    record_ids: Mapped[list[Any]]
+    created_at: Mapped[datetime]
+
+
+class ModelFeedback(Base):
+    """An analyst's accept or reject of one model judgement (schemas/feedback.py): a record's, a story's
+    or a triage answer's. `judged` is the text judged as it was then and `judged_sha256` its digest, so
+    the judgement stays tied to that text when the model rewrites it later; `context` the lines it judged
+    where the store keeps them nowhere else (a triage snippet)."""
+
+    __tablename__ = "model_feedback"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(10))
+    target_id: Mapped[str] = mapped_column(String(64))
+    judged_sha256: Mapped[str] = mapped_column(String(64))
+    judged: Mapped[str] = mapped_column(Text)
+    context: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(Text)
+    verdict: Mapped[str] = mapped_column(String(10))
+    reason: Mapped[str] = mapped_column(String(30))
+    note: Mapped[str | None] = mapped_column(Text)
+    reviewer: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_model_feedback_target", "kind", "target_id"),)

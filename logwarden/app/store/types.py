@@ -97,7 +97,31 @@ class ErrorInfo:
 class ReviewInfo:
     id: int
     record_id: str
+    old_status: str | None
     status: str
+    close_reason: str | None
+    note: str | None
+    reviewer: str | None
+    incident_id: str | None  # the incident whose review this came from; None: the record's own
+    created_at: datetime
+
+
+@dataclass(slots=True)
+class FeedbackInfo:
+    """One accept or reject of a model judgement (app/store/feedback.py): `kind` record, story or triage;
+    `target_id` the record's, the incident's or the triage answer's id; `judged` the text judged as it was
+    then (canonical JSON for records and stories, the model's answer for triage) and `judged_sha256` its
+    digest; `context` the lines judged where the store has them (a record's evidence lines, a snippet)."""
+
+    id: int
+    kind: str
+    target_id: str
+    judged_sha256: str
+    judged: str
+    context: str | None
+    model: str | None
+    verdict: str  # accept | reject
+    reason: str  # a schemas.feedback.FEEDBACK_REASONS value
     note: str | None
     reviewer: str | None
     created_at: datetime

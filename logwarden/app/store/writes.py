@@ -27,6 +27,7 @@ from logwarden.app.store.tables import (
     ModelReview,
     ModelReviewRecord,
     Record,
+    RuleTitle,
     Source,
     SourceLines,
     WatchedFolder,
@@ -69,6 +70,10 @@ class Transaction:
             _upsert(self.conn, Record.__table__, rows, keys=("id",), keep=KEEP_ON_UPDATE)
             self._replace_evidence(chunk)
         return len(records)
+
+    def upsert_rule_titles(self, rows: list[dict[str, Any]]) -> None:
+        for chunk in _chunks(rows):
+            _upsert(self.conn, RuleTitle.__table__, list(chunk), keys=("rule_id",), keep=())
 
     def add_windows(self, rows: Sequence[WindowRow]) -> int:
         now = utc_now()

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import click
 
+from logwarden.app.backends import facts_line, model_facts
 from logwarden.app.config import get_settings
 from logwarden.app.metrics import RunMetrics
 from logwarden.app.parse.timestamps import EARLIEST_YEAR, LATEST_YEAR
-from logwarden.app.pipeline import Pipeline, RunOptions, throughput_options
+from logwarden.app.pipeline import Pipeline, throughput_options
 from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
+from logwarden.app.run_options import RunOptions
 from logwarden.cli.common import (
     StopRequest,
     baseline_option,
@@ -71,8 +73,9 @@ from logwarden.errors import RunStopped
               type=click.Choice(["jsonl", "ecs", "ocsf", "splunk-hec", "cef"]), help="Also export this run's records.")
 @click.option("--out", "export_out", default=None, help="Export destination file (default: stdout; required with --json).")
 @click.option("--year", type=click.IntRange(EARLIEST_YEAR, LATEST_YEAR), default=None,
-              help="The year of year-less dates (RFC 3164 syslog). Default: from dated lines of the same host "
-                   "in this run, else of the run, else the file's modification time; the summary says which.")
+              help="The year of year-less dates (RFC 3164 syslog). Default: per file, from its own lines that "
+                   "state a year, else its rotation's newer file, else its modification time, never after "
+                   "tomorrow; the summary says which.")
 @sigma_option
 @baseline_option
 @model_options(budget=True)
@@ -95,9 +98,13 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_
     if not rules_only:
         err_console.print("loading model …", highlight=False)
         engine = load_engine(engine_opts)
+        err_console.print(shown(facts_line(model_facts(engine))), highlight=False, markup=False)
         if throughput:
             options = throughput_options(options, engine)
-    progress = RunProgress(paths, err_console, model=engine is not None)
+    from logwarden.app.review import default_budget
+
+    budget = default_budget(options.llm_budget, engine) if engine is not None else None
+    progress = RunProgress(paths, err_console, model=engine is not None, budget=budget)
     pipeline: Pipeline | None = None
     stop = StopRequest(lambda: pipeline.cancel() if pipeline is not None else None)
     try:
@@ -112,11 +119,12 @@ def analyze(paths, rules_only, llm_policy, llm_budget, include, exclude, follow_
         _stopped(pipeline, store, db_url, stop.signum, model=engine is not None)
     run_records = _run_records(store, pipeline.run_id)
     print_run_summary(err_console, metrics, run_records, db_url=db_url, model=engine is not None)
+    err_console.print(shown(facts_line(model_facts(engine))), highlight=False, markup=False)
     _print_notes(metrics)
     if export_format:
         _export(run_records, export_format, export_file)
     if as_json:
-        print_json({"run_id": pipeline.run_id, "metrics": metrics.as_dict(),
+        print_json({"run_id": pipeline.run_id, "model": model_facts(engine), "metrics": metrics.as_dict(),
                     "records": [r.model_dump(mode="json") for r in run_records]})
     sys.exit(1 if metrics.errors or metrics.llm_failures else 0)
 

@@ -25,8 +25,8 @@ from logwarden.app.evaluate import (
     load_labels,
     run_eval,
 )
-from logwarden.app.pipeline import RunOptions
 from logwarden.app.policy import DEFAULT_LLM_POLICY, LLM_POLICIES
+from logwarden.app.run_options import RunOptions
 from logwarden.cli.common import (
     baseline_option,
     err_console,

@@ -1,21 +1,26 @@
 """`logwarden export`: stored records to a SIEM format, a file/stdout, or forwarded (HEC, syslog) once per
-destination: the store's delivery cursor says what each destination took, and a re-run sends the rest."""
+destination: the store's delivery cursor says what each destination took, and a re-run sends the rest.
+A time filter that empties the output says the stored range (times are the logs' own)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 import click
 
 from logwarden.cli.common import (
+    StatusChoice,
     db_option,
     err_console,
     handle_errors,
     json_option,
     open_for_writing,
     open_store_from,
-    parse_time,
     print_json,
+    time_filter_hint,
+    time_range,
     write_lines,
 )
 from logwarden.errors import ConfigError
@@ -31,9 +36,14 @@ PAGE = 1000
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
 @click.option("--kind", type=click.Choice(KINDS), default="records", show_default=True,
               help="What to export: risk records, or incidents (jsonl, ecs, ocsf: OCSF Incident Finding).")
-@click.option("--since", default=None, help="Only records whose last event is at/after T: ISO time or 15m/24h/7d.")
+@click.option("--since", default=None,
+              help="Only those whose last event is at/after T: ISO time or 15m/24h/7d (the logs' own times).")
+@click.option("--until", default=None,
+              help="Only those whose last event is at/before T: ISO time or 15m/24h/7d (the logs' own times).")
 @click.option("--min-risk", type=click.Choice(RISK_LEVELS), default=None, help="Only records at or above this level.")
 @click.option("--category", type=click.Choice(CATEGORIES), multiple=True, help="Only these categories.")
+@click.option("--status", type=StatusChoice(), multiple=True,
+              help="Only these review states (repeatable), as `records review --status` sets them.")
 @click.option("--out", default="-", show_default=True, help="File to write ('-' = stdout).")
 @click.option("--forward", default=None,
               help="Send instead of writing: https://host:8088/services/collector/event (splunk-hec) or "
@@ -48,8 +58,8 @@ PAGE = 1000
 @json_option
 @db_option
 @handle_errors
-def export(fmt, kind, since, min_risk, category, out, forward, token_env, insecure, resend, timeout, as_json,
-           db_url):
+def export(fmt, kind, since, until, min_risk, category, status, out, forward, token_env, insecure, resend, timeout,
+           as_json, db_url):
     """Export stored records as JSONL, ECS, OCSF, Splunk HEC or CEF (incidents: JSONL, ECS, OCSF).
 
     With --forward each destination gets each record once: the store remembers what it took (indexed,
@@ -60,12 +70,21 @@ def export(fmt, kind, since, min_risk, category, out, forward, token_env, insecu
         raise click.UsageError(f"--kind incidents exports as {', '.join(INCIDENT_FORMATS)}")
     if as_json and not forward:
         raise click.UsageError("--json prints the delivery report of --forward (without it the events go to --out)")
+    start, end = time_range(since, until)
     target = open_for_writing(out) if out != "-" and not forward else None  # a bad --out fails first
     # forwarding writes the delivery cursor: the store is opened for writing (never created)
     store = open_store_from(db_url, readonly=not forward, create=False)
-    items = (_incident_items if kind == "incidents" else _record_items)(store, fmt, since, min_risk, category)
+    wanted = Wanted(start, end, min_risk, tuple(category), tuple(status))
+    items = (_incident_items if kind == "incidents" else _record_items)(store, fmt, wanted)
     if forward:
-        return _forward(store, fmt, kind, items, forward, token_env, insecure, resend, timeout, as_json)
+        _forward(store, fmt, kind, items, forward, token_env, insecure, resend, timeout, as_json)
+    else:
+        _write(items, target, kind, fmt)
+    if not items and (start or end):
+        _explain_empty(store, kind, wanted)
+
+
+def _write(items, target, kind, fmt) -> None:
     lines = [line for _, line in items]
     if target is None:
         for line in lines:
@@ -75,22 +94,62 @@ def export(fmt, kind, since, min_risk, category, out, forward, token_env, insecu
     err_console.print(f"{len(lines)} {kind} exported as {fmt}", highlight=False)
 
 
-def _record_items(store, fmt, since, min_risk, category) -> list[tuple[str, str]]:
-    from logwarden.app.export import export_records
+@dataclass(frozen=True)
+class Wanted:
+    """What --since/--until/--min-risk/--category/--status ask for, records or incidents alike."""
+
+    since: datetime | None
+    until: datetime | None
+    min_risk: str | None
+    categories: tuple[str, ...]
+    statuses: tuple[str, ...]
+
+    def untimed(self) -> Wanted:
+        return replace(self, since=None, until=None)
+
+
+def _record_filter(wanted: Wanted):
     from logwarden.app.store import RecordFilter
 
-    filters = RecordFilter(since=parse_time(since), min_risk=min_risk, categories=tuple(category))
-    records = _all_records(store, filters)
+    return RecordFilter(since=wanted.since, until=wanted.until, min_risk=wanted.min_risk,
+                        categories=wanted.categories, statuses=wanted.statuses)
+
+
+def _record_items(store, fmt, wanted: Wanted) -> list[tuple[str, str]]:
+    from logwarden.app.export import export_records
+
+    records = _all_records(store, _record_filter(wanted))
     return list(zip((r.id for r in records), export_records(records, fmt)))
 
 
-def _incident_items(store, fmt, since, min_risk, category) -> list[tuple[str, str]]:
+def _incident_items(store, fmt, wanted: Wanted) -> list[tuple[str, str]]:
     from logwarden.app.export import export_incidents
+
+    found = _incidents(store, wanted)
+    return list(zip((i.id for i in found), export_incidents(found, fmt)))
+
+
+def _incidents(store, wanted: Wanted):
     from logwarden.app.store import IncidentFilter
 
-    found = store.incidents.query(IncidentFilter(min_risk=min_risk, since=parse_time(since)), limit=10**9)
-    found = [i for i in found if not category or i.category in category]
-    return list(zip((i.id for i in found), export_incidents(found, fmt)))
+    found = store.incidents.query(IncidentFilter(min_risk=wanted.min_risk, since=wanted.since,
+                                                 statuses=wanted.statuses), limit=10**9)
+    return [i for i in found if (not wanted.categories or i.category in wanted.categories)
+            and (wanted.until is None or (i.last_ts is not None and i.last_ts <= wanted.until))]
+
+
+def _explain_empty(store, kind: str, wanted: Wanted) -> None:
+    """The time filter emptied the output: if the other filters alone match some, say their range."""
+    if kind == "incidents":
+        times = [i.last_ts for i in _incidents(store, wanted.untimed())]
+        count, dated = len(times), sorted(t for t in times if t)
+        first, last = (dated[0], dated[-1]) if dated else (None, None)
+    else:
+        untimed = _record_filter(wanted.untimed())
+        count = store.count_records(untimed)
+        first, last = store.last_event_span(untimed)
+    if count:
+        err_console.print(time_filter_hint(kind, count, first, last), highlight=False, markup=False)
 
 
 def _all_records(store, filters):

@@ -11,29 +11,34 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
 
+from logwarden.app.backends import facts_line, record_model_facts
 from logwarden.app.config import get_settings
-from logwarden.app.pipeline import RunOptions
+from logwarden.app.run_options import RunOptions
 from logwarden.app.textgate import rejected_note
+from logwarden.cli.columns import Column, fit_table, left_out_note
 from logwarden.cli.common import (
     LEVEL_STYLES,
+    StatusChoice,
     db_option,
     db_origin,
     err_console,
     handle_errors,
     json_option,
+    known_id,
     load_engine,
+    login,
     make_engine_options,
     model_options,
     open_store_from,
     out_console,
     print_json,
+    review_options,
+    review_text,
     time_range,
 )
-from logwarden.cli.terminal import add_row, cell, shown, shown_block
+from logwarden.cli.terminal import cell, shown, shown_block
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, RiskRecord
-from logwarden.schemas.record import STATUSES
 
 SORTS = {"risk": "risk_score", "time": "last_ts", "host": "host", "status": "status", "category": "category",
          "source": "source"}
@@ -49,9 +54,10 @@ def records() -> None:
 @records.command("list")
 @click.option("--min-risk", type=click.Choice(RISK_LEVELS), default=None, help="Only records at or above this level.")
 @click.option("--category", type=click.Choice(CATEGORIES), multiple=True, help="Only these categories (repeatable).")
-@click.option("--status", type=click.Choice(STATUSES), multiple=True, help="Only these review statuses (repeatable).")
+@click.option("--status", type=StatusChoice(), multiple=True, help="Only these review states (repeatable).")
 @click.option("--host", default=None, help="Only records whose host contains this text (any case).")
-@click.option("--source", multiple=True, help="Only records from these source paths.")
+@click.option("--source", multiple=True,
+              help="Only records from this source (repeatable): its full path, a unique end of it or its file name.")
 @click.option("--since", default=None, help="Only records whose last event is at/after T: ISO time or 15m/24h/7d.")
 @click.option("--until", default=None, help="Only records whose last event is at/before T: ISO time or 15m/24h/7d.")
 @click.option("--search", default=None, help="Free text over anomaly, trace, recommendation and indicators.")
@@ -69,8 +75,9 @@ def list_records(min_risk, category, status, host, source, since, until, search,
 
     start, end = time_range(since, until)
     store = open_store_from(db_url, readonly=True, create=False)
+    sources = tuple(map(store.resolve_source, source))
     filters = RecordFilter(min_risk=min_risk, categories=tuple(category), statuses=tuple(status),
-                           sources=tuple(source), text=search, host=host, since=start, until=end, pending=pending)
+                           sources=sources, text=search, host=host, since=start, until=end, pending=pending)
     total = store.count_records(filters)
     descending = sort in ("risk", "time")
     rows = store.query_records(filters, order_by=SORTS[sort], descending=descending, limit=limit or total)
@@ -79,26 +86,34 @@ def list_records(min_risk, category, status, host, source, since, until, search,
     if as_json:
         print_json([r.model_dump(mode="json") for r in rows])
     elif out_console.is_terminal:
-        out_console.print(_table(rows))
+        _print_table(rows)
     else:
         _print_tsv(rows)
 
 
-def _table(rows: list[RiskRecord]) -> Table:
-    """One line a record, the level in its colour, the anomaly cut to the width left."""
-    widths = {"id": 12, "last event (UTC)": 19, "risk": 8, "status": 14, "host": 26, "category": 20, "source": 24}
-    cells = [[r.id[:12], _when(r), r.risk_level, r.status, r.host or "-", r.category, Path(r.source).name]
-             for r in rows]
-    sizes = [min(max([len(name), *(len(c[i]) for c in cells)]), most) for i, (name, most) in enumerate(widths.items())]
-    room = max(20, out_console.width - sum(size + 3 for size in sizes) - 1)
-    table = Table(show_header=True, header_style="bold")
-    for name, size in zip(widths, sizes):
-        table.add_column(name, no_wrap=True, overflow="ellipsis", min_width=size, max_width=size)
-    table.add_column("anomaly", no_wrap=True, overflow="ellipsis", min_width=room, max_width=room)
-    for r, row in zip(rows, cells):
-        row[2] = cell(r.risk_level, LEVEL_STYLES[r.risk_level])
-        add_row(table, *row, " ".join(r.anomaly.split()))
-    return table
+# The essential columns first (never dropped, only shortened); the rest go, in `drop` order, when the
+# terminal is too narrow for them (cli/columns.py): at 80 columns the essential five fill it.
+TABLE_COLUMNS = (Column("risk", most=8, least=8), Column("last event (UTC)", most=19, least=19),
+                 Column("host", most=26, least=10), Column("rule", most=32, least=12), Column("id", most=12, least=12),
+                 Column("status", most=14, least=8, drop=4), Column("category", most=20, least=10, drop=2),
+                 Column("source", most=24, least=10, drop=1), Column("anomaly", most=200, least=20, drop=3))
+
+
+def _print_table(rows: list[RiskRecord]) -> None:
+    """One line a record, the level in its colour; what does not fit the terminal is left out, and said."""
+    cells = [[cell(r.risk_level, LEVEL_STYLES[r.risk_level]), _when(r), r.host or "-", rule_of(r), r.id[:12],
+              r.status, r.category, Path(r.source).name, " ".join(r.anomaly.split())] for r in rows]
+    table, dropped = fit_table(TABLE_COLUMNS, cells, out_console.width)
+    out_console.print(table)
+    if dropped:
+        err_console.print(left_out_note(dropped, out_console.width), highlight=False, markup=False)
+
+
+def rule_of(r: RiskRecord) -> str:
+    """The record's first rule (and how many more), or the model's category when no rule fired."""
+    if not r.detections:
+        return f"model: {r.category}"
+    return r.detections[0] + (f" +{len(r.detections) - 1}" if len(r.detections) > 1 else "")
 
 
 def _print_tsv(rows: list[RiskRecord]) -> None:
@@ -106,7 +121,7 @@ def _print_tsv(rows: list[RiskRecord]) -> None:
     for r in rows:
         values = (r.id[:12], _when(r), r.risk_level, r.status, r.host or "-", r.category, r.source,
                   f"{r.line_start}-{r.line_end}", ",".join(r.indicators.ips) or "-",
-                  ",".join(r.indicators.users) or "-", ",".join(r.detections) or "-", r.anomaly)
+                  ",".join(r.indicators.users) or "-", ",".join(r.rule_names()) or "-", r.anomaly)
         click.echo("\t".join(_cell(shown(v)) for v in values))
 
 
@@ -127,21 +142,41 @@ def _when(r: RiskRecord) -> str:
 def show_record(record_id, db_url, as_json):
     """Show one record: its assessment, numbered evidence lines with their parsed key fields, its reviews."""
     store = open_store_from(db_url, readonly=True, create=False)
-    record = store.get_record(record_id)
-    if record is None:
-        click.echo(f"no record with id {shown(repr(record_id))}", err=True)
-        sys.exit(1)
+    record = store.get_record(known_id(store.resolve_id(record_id), record_id, "record"))
+    facts = _model_facts(record, store)
+    history = store.list_reviews(record.id)
     if as_json:
-        print_json(record.model_dump(mode="json"))
+        print_json({**record.model_dump(mode="json"), "model_facts": facts,
+                    "reviews": [_history_row(h) for h in history]})
         return
-    _print_record(record, store)
+    _print_record(record, store, facts)
+    _print_history(history)
 
 
-def _print_record(r: RiskRecord, store) -> None:
+def _history_row(h) -> dict:
+    return {name: getattr(h, name) for name in h.__slots__} | {"created_at": h.created_at.isoformat()}
+
+
+def _print_history(history) -> None:
+    if history:
+        click.echo("history:")
+    for h in history:
+        via = f"  (incident {h.incident_id})" if h.incident_id else ""
+        _echo_shown(f"  {h.created_at:%Y-%m-%d %H:%M:%S}  {h.old_status or '-'} -> {review_text(h)}  "
+                    f"{h.reviewer or '-'}{via}" + (f"  {h.note}" if h.note else ""))
+
+
+def _model_facts(record: RiskRecord, store) -> dict:
+    run = store.get_run(record.run_id) if record.run_id else None
+    return record_model_facts(record, run.config if run else None)
+
+
+def _print_record(r: RiskRecord, store, facts: dict) -> None:
     echo = _echo_shown
-    echo(f"{r.id}  [{r.risk_level.upper()}] {r.category} ({r.decided_by})  status: {r.status}")
+    echo(f"{r.id}  [{r.risk_level.upper()}] {r.category} ({r.decided_by})  status: {review_text(r)}")
     echo(f"source: {r.source} lines {r.line_start}-{r.line_end} ({r.line_count})  host: {r.host or '-'}")
     echo(f"time: {r.first_ts or '-'} .. {r.last_ts or '-'}")
+    echo(facts_line(facts))
     _print_incident_of(r, store)
     for label, text in (("anomaly", r.anomaly), ("trace", r.trace), ("recommendation", r.recommendation)):
         echo(f"{label}: {text}")
@@ -150,7 +185,8 @@ def _print_record(r: RiskRecord, store) -> None:
     if r.techniques:
         echo("ATT&CK: " + ", ".join(f"{t.id} {t.name}".strip() for t in r.techniques))
     if r.detections:
-        echo("rules: " + ", ".join(r.detections))
+        echo("rules: " + ", ".join(name if name == rule_id else f"{name} ({rule_id})"
+                                   for name, rule_id in zip(r.rule_names(), r.detections)))
     ind = {kind: values for kind, values in r.indicators.model_dump().items() if values}
     for kind, values in ind.items():
         echo(f"{kind}: {', '.join(values)}")
@@ -183,36 +219,24 @@ def _print_evidence(r: RiskRecord, store) -> None:
 
 @records.command("review")
 @click.argument("record_id")
-@click.option("--status", type=click.Choice(STATUSES), default=None,
-              help="The new status (default: keep the current one; a note alone never changes it).")
-@click.option("--note", default=None, help="Analyst note (replaces the record's current note).")
-@click.option("--reviewer", default=None, help="Who reviewed it (default: the login name).")
+@review_options
 @db_option
 @json_option
 @handle_errors
-def review_record(record_id, status, note, reviewer, db_url, as_json):
-    """Record a review: a status (new, confirmed, false_positive, resolved) and/or a note, in the audit trail."""
+def review_record(record_id, status, reason, note, reviewer, db_url, as_json):
+    """Review a record: move it to a state (open, acknowledged, in_progress, closed; closed needs
+    --reason true_positive, benign_positive, false_positive or duplicate) and/or note it. Every change
+    is a row of its history (`records show`)."""
     if status is None and note is None:
         raise click.UsageError("give --status and/or --note")
     store = open_store_from(db_url, create=False)
-    found = store.resolve_id(record_id)
-    if found is None:
-        click.echo(f"no record with id {record_id!r}", err=True)
-        sys.exit(1)
-    written = store.add_review(found, status=status, note=note, reviewer=reviewer or _login())
+    found = known_id(store.resolve_id(record_id), record_id, "record")
+    written = store.add_review(found, status=status, reason=reason, note=note, reviewer=reviewer or login())
     if as_json:
-        print_json({"id": found, "status": written, "note": note})
+        print_json(written)
         return
-    err_console.print(f"{found[:12]}: {written}" + (f" — {note}" if note else ""), highlight=False, markup=False)
-
-
-def _login() -> str | None:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return None
+    err_console.print(f"{found[:12]}: {review_text(written)}" + (f" — {note}" if note else ""), highlight=False,
+                      markup=False)
 
 
 def _echo_shown(text: str) -> None:
@@ -232,10 +256,7 @@ def explain_record(record_id, db_url, as_json, **engine_kw):
     from logwarden.app.explain import explain
 
     store = open_store_from(db_url)
-    record = store.get_record(record_id)
-    if record is None:
-        click.echo(f"no record with id {record_id!r}", err=True)
-        sys.exit(1)
+    record = store.get_record(known_id(store.resolve_id(record_id), record_id, "record"))
     engine = load_engine(make_engine_options(engine_kw))
     options = RunOptions.from_settings(get_settings())
     explanation = explain(record, engine, options)

@@ -9,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from logwarden.app.config import get_settings
 from logwarden.app.parse import FORMATS
+from logwarden.cli.columns import Column, fit_table, left_out_note
 from logwarden.cli.common import err_console, handle_errors, json_option, out_console, print_json, sigma_option
-from logwarden.cli.terminal import add_row, shown
+from logwarden.cli.terminal import shown
 from logwarden.errors import InputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, risk_rank
 
@@ -56,7 +56,7 @@ def rules(ctx, fmt, category, min_risk, state, search, sigma_paths, as_json):
                     "load_s": round(load_s, 3), "rules": rows})
         return
     _print_header(ruleset, packs, summary, load_s)
-    out_console.print(_table(rows))
+    _print_table(rows)
 
 
 def _row(entry: dict, compiled) -> dict:
@@ -110,16 +110,24 @@ def _print_header(ruleset, packs: list[dict], summary: dict, load_s: float) -> N
     err_console.print(f"{sum(summary.values())} rules: {counts}; loaded in {load_s:.2f} s", highlight=False)
 
 
-def _table(rows: list[dict]) -> Table:
-    table = Table(show_header=True, header_style="bold")
-    for column in ("id", "state", "level", "category", "logsource", "ATT&CK", "title / reason"):
-        table.add_column(column, overflow="fold")
+# The level, the id and the title always (cli/columns.py); the others while the width allows.
+TABLE_COLUMNS = (Column("level", most=13, least=8), Column("id", most=36, least=12),
+                 Column("title / reason", most=60, least=20), Column("state", most=8, least=6, drop=4),
+                 Column("ATT&CK", most=24, least=9, drop=3), Column("category", most=20, least=10, drop=2),
+                 Column("logsource", most=30, least=10, drop=1))
+
+
+def _print_table(rows: list[dict]) -> None:
+    cells = []
     for r in rows:
         logsource = "/".join(v or "*" for v in r["logsource"].values())
         text = r["title"] if r["state"] in ("loaded",) else f"{r['title']} — {r['reason']}"
-        add_row(table, r["id"], r["state"], r["level"] or "-", r["category"] or "-", logsource,
-                ",".join(r["techniques"]), text)
-    return table
+        cells.append([r["level"] or "-", r["id"], text, r["state"], ",".join(r["techniques"]), r["category"] or "-",
+                      logsource])
+    table, dropped = fit_table(TABLE_COLUMNS, cells, out_console.width)
+    out_console.print(table)
+    if dropped:
+        err_console.print(left_out_note(dropped, out_console.width), highlight=False, markup=False)
 
 
 @rules.command("update")

@@ -39,7 +39,9 @@ from logwarden.errors import InputError
 @handle_errors
 def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw):
     """Assess one log line or snippet (argument, or '-' / nothing for stdin), streaming the answer."""
-    from logwarden.app.pipeline import RunOptions
+    from logwarden.app.backends import facts_line, model_facts
+    from logwarden.app.examples import store_source
+    from logwarden.app.run_options import RunOptions
     from logwarden.app.triage import assess
 
     snippet = _read_snippet(text)
@@ -49,16 +51,40 @@ def triage(text, rules_only, no_store, db_url, as_json, sigma_paths, **engine_kw
     engine = None
     if not rules_only:
         engine = load_engine(engine_opts)
-    assessment = assess(snippet, options, engine)
+    facts = model_facts(engine)
+    err_console.print(shown(facts_line(facts)), highlight=False, markup=False)
+    store = None if no_store else open_store_from(db_url)
+    examples = store_source(store) if store is not None and engine is not None and options.retrieval.enabled else None
+    assessment = assess(snippet, options, engine, examples)
     if assessment.stream is not None:
         _print_stream(assessment.stream, out=sys.stderr if as_json else sys.stdout, engine=engine)
     records = assessment.records()
-    if not no_store:
-        open_store_from(db_url).upsert_records(records)
+    answer_id = None if store is None else _store(store, snippet, assessment, records, facts)
     if as_json:
-        print_json(_report(assessment, records))
+        print_json({**_report(assessment, records), "model": facts, "triage_id": answer_id})
         return
-    _print_records(records)
+    _print_records(records, assessment)
+    if answer_id is not None:
+        click.echo(f"triage answer: {answer_id} (judge it: logwarden feedback triage {answer_id} "
+                   "--accept | --reject --reason R)")
+
+
+def _store(store, snippet, assessment, records, facts) -> str | None:
+    """Store the records and the model's answer (for feedback); the answer's id, None when no model answered."""
+    store.upsert_records(records)
+    answer = assessment.answer()
+    if answer is None:
+        return None
+    return store.add_triage_answer(snippet=snippet, answer=answer, verdict=_verdict(records)[0],
+                                   model=facts.get("model"), record_ids=[r.id for r in records])
+
+
+def _verdict(records) -> tuple[str, str]:
+    """The snippet's verdict and category: the riskiest record's, benign without one."""
+    if not records:
+        return "benign", "benign"
+    top = max(records, key=lambda r: r.risk_score)
+    return top.risk_level, top.category
 
 
 def _print_stream(stream, *, out, engine) -> None:
@@ -104,11 +130,15 @@ def _report(assessment, records) -> dict:
     prepared, stream = assessment.triage, assessment.stream
     generation = stream.generation if stream is not None else None
     answer = _parsed(generation.text) if generation is not None else None
+    verdict, category = _verdict(records)
     return {
-        "verdict": max(records, key=lambda r: r.risk_score).risk_level if records else "benign",
-        "category": max(records, key=lambda r: r.risk_score).category if records else "benign",
+        "verdict": verdict,
+        "category": category,
         "format": prepared.format,
         "rules": sorted({s.rule_id for s in prepared.signals}),
+        "rules_only": stream is None,
+        "why": assessment.why(records),
+        "model_unsure": assessment.unsure(),
         "assessment": answer,
         "model_output": generation.text if generation is not None and answer is None else None,
         "model_error": generation.error if generation is not None else
@@ -125,9 +155,10 @@ def _parsed(text: str):
         return None
 
 
-def _print_records(records) -> None:
+def _print_records(records, assessment) -> None:
+    why = assessment.why(records)
     if not records:
-        click.echo("verdict: benign (no rule fired, the model saw nothing worth a record)")
+        click.echo(f"verdict: benign ({shown(why)})")
     for r in records:
         click.echo(f"[{r.risk_level.upper()}] {r.category} ({r.decided_by}) rules: {shown(', '.join(r.detections) or '-')}")
         click.echo(f"  anomaly: {shown(r.anomaly)}\n  trace: {shown(r.trace)}\n  recommendation: {shown(r.recommendation)}")
@@ -135,3 +166,5 @@ def _print_records(records) -> None:
             click.echo("  ATT&CK: " + shown(", ".join(f"{t.id} {t.name}" for t in r.techniques)))
         if r.llm_error:
             click.echo(f"  model: {shown(r.llm_error)}")
+    if records:
+        click.echo(f"why: {shown(why)}")

@@ -13,11 +13,12 @@ import html
 import pandas as pd
 import streamlit as st
 
+from logwarden.app.store.feedback import story_judged
 from logwarden.app.textgate import rejected_note
 from logwarden.errors import LogwardenError
-from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.charts import incident_timeline
+from logwarden.ui.feedback import feedback_form
 from logwarden.ui.text import escape_markdown
 
 TACTICS = ("Reconnaissance", "Resource Development", "Initial Access", "Execution", "Persistence",
@@ -45,6 +46,9 @@ def render() -> None:
     members = data.incident_members(url, incident.id)
     _header(incident)
     _story(incident)
+    if incident.story_by == "llm":
+        feedback_form(url, "story", lambda: incident.id, key=f"story_{incident.id}",
+                      judged=story_judged(incident.model_dump()), target_id=incident.id)
     _tactics_strip(incident.tactics)
     _timeline(members)
     _entities(incident)
@@ -64,7 +68,7 @@ def _header(i) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Risk", i.risk_level)
     c2.metric("Records", len(i.record_ids))
-    c3.metric("Status", i.status)
+    c3.metric("Status", data.review_choice(i.status, i.close_reason))
     c4.metric("Owner", escape_markdown(i.owner, one_line=True) if i.owner else "-")
     st.caption(escape_markdown(f"{i.id} · {i.category} · {i.first_ts} → {i.last_ts} · hosts "
                                f"{', '.join(i.hosts) or '-'} · linked by {', '.join(i.pivots) or '-'}", one_line=True))
@@ -135,7 +139,7 @@ def _entities(i) -> None:
 def _review(url: str, i) -> None:
     st.markdown("### Review")
     keys = {name: f"inc_review_{name}_{i.id}" for name in ("status", "owner", "note", "reviewer")}
-    st.session_state.setdefault(keys["status"], i.status)
+    st.session_state.setdefault(keys["status"], data.review_choice(i.status, i.close_reason))
     st.session_state.setdefault(keys["owner"], i.owner or "")
     st.session_state.setdefault(keys["reviewer"], _default_reviewer())
     if saved := st.session_state.pop("inc_review_saved", None):
@@ -144,23 +148,27 @@ def _review(url: str, i) -> None:
         st.info("Read-only dashboard (reachable from the network without a password): reviews are off.")
     else:
         with st.form(f"inc_review_{i.id}"):
-            st.selectbox("Status", STATUSES, key=keys["status"])
+            st.selectbox("Status", data.REVIEW_CHOICES, key=keys["status"],
+                         help="A new status goes to every record of the incident too.")
             st.text_input("Owner", key=keys["owner"])
             st.text_area("Analyst note", key=keys["note"])
             st.text_input("Reviewer", key=keys["reviewer"])
             st.form_submit_button("Save incident review", type="primary", on_click=_save, args=(url, i.id, keys))
     history = data.incident_reviews(url, i.id)
     if history:
-        st.dataframe(pd.DataFrame([{k: h[k] for k in ("created_at", "status", "owner", "reviewer", "note")}
-                                   for h in history]), hide_index=True, width="stretch")
+        st.dataframe(pd.DataFrame([{"when": h["created_at"], "from": h["old_status"] or "",
+                                    "status": data.review_choice(h["status"], h["close_reason"]),
+                                    **{k: h[k] for k in ("owner", "reviewer", "note")}} for h in history]),
+                     hide_index=True, width="stretch")
 
 
 def _save(url: str, incident_id: str, keys: dict[str, str]) -> None:
     state = st.session_state
-    data.review_incident(url, incident_id, status=state[keys["status"]], owner=state[keys["owner"]].strip(),
-                         note=state[keys["note"]].strip(), reviewer=state[keys["reviewer"]].strip())
+    changed = data.review_incident(url, incident_id, choice=state[keys["status"]],
+                                   owner=state[keys["owner"]].strip(), note=state[keys["note"]].strip(),
+                                   reviewer=state[keys["reviewer"]].strip())
     state[keys["note"]] = ""
-    state["inc_review_saved"] = state[keys["status"]]
+    state["inc_review_saved"] = f"{state[keys['status']]} ({changed} record{'s' if changed != 1 else ''} too)"
 
 
 def _default_reviewer() -> str:

@@ -12,14 +12,15 @@ import getpass
 import pandas as pd
 import streamlit as st
 
+from logwarden.app.store.feedback import record_judged
 from logwarden.app.textgate import rejected_note
 from logwarden.errors import LogwardenError
 from logwarden.schemas import RiskRecord
-from logwarden.schemas.record import STATUSES
 from logwarden.ui import data
 from logwarden.ui.deviations import deviation_actions
 from logwarden.ui.evidence import changed_since_analysis, context_lines, format_lines, is_document
 from logwarden.ui.explain import explain_button
+from logwarden.ui.feedback import feedback_form
 from logwarden.ui.style import SECTIONS, section_heading
 from logwarden.ui.text import escape_markdown, technique_link
 
@@ -42,6 +43,7 @@ def render() -> None:
     _header(record)
     _incident(url, record)
     _assessment(record)
+    _model_feedback(url, record)
     _evidence(record)
     _indicators_and_techniques(record)
     _provenance(record)
@@ -62,7 +64,7 @@ def _header(r: RiskRecord) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Risk", f"{r.risk_level} ({r.risk_score})")
     c2.metric("Category", r.category)
-    c3.metric("Status", r.status)
+    c3.metric("Status", data.review_choice(r.status, r.close_reason))
     c4.metric("Decided by", r.decided_by)
     st.caption(escape_markdown(f"{r.source} · lines {r.line_start}–{r.line_end} ({r.line_count}) · "
                                f"{r.first_ts} → {r.last_ts} · host {r.host or '-'} · id {r.id}", one_line=True))
@@ -86,6 +88,13 @@ def _assessment(r: RiskRecord) -> None:
         st.caption(escape_markdown(rejected_note(r.rejected), one_line=True))
     if r.llm_error:
         st.warning(f"Model error: {escape_markdown(r.llm_error, one_line=True)}")
+
+
+def _model_feedback(url: str, r: RiskRecord) -> None:
+    """Accept or reject what the model judged of this record (its level, category and texts)."""
+    if r.decided_by == "rules":
+        return  # the rules' own text: nothing of the model's to judge
+    feedback_form(url, "record", lambda: r.id, key=f"record_{r.id}", judged=record_judged(r), target_id=r.id)
 
 
 def _evidence(r: RiskRecord) -> None:
@@ -131,11 +140,12 @@ def _indicators_and_techniques(r: RiskRecord) -> None:
         if not r.techniques:
             st.caption("none")
         st.subheader("Rules that fired")
-        _rules(r.detections)
+        _rules(r.detections, r.rule_titles)
 
 
-def _rules(rule_ids: list[str]) -> None:
-    """Each rule's title and level, with its author's references and known false positives."""
+def _rules(rule_ids: list[str], titles: dict[str, str]) -> None:
+    """Each rule's title and level, with its author's references and known false positives (a rule the
+    settings' packs lack, given with `--sigma`, by the title its run saved)."""
     if not rule_ids:
         st.caption("none")
         return
@@ -144,6 +154,7 @@ def _rules(rule_ids: list[str]) -> None:
 
     for rule in describe_rules(rule_ids, ruleset_for((), get_settings())):
         level = f" [{rule['level']}]" if rule["level"] else ""
+        rule["title"] = titles.get(rule["id"], rule["title"]) if rule["pack"] is None else rule["title"]
         # a pack's title is its author's text: a markdown image in it would be fetched when shown
         with st.expander(escape_markdown(f"{rule['title']}{level} — {rule['id']}", one_line=True)):
             if rule["description"]:
@@ -157,7 +168,10 @@ def _rules(rule_ids: list[str]) -> None:
 
 def _provenance(r: RiskRecord) -> None:
     st.subheader("Provenance")
-    st.dataframe(pd.DataFrame([{"decided by": r.decided_by, "model": r.model or "-", "adapter": r.adapter or "-",
+    facts = data.model_facts_of(data.db_url(), r)
+    st.markdown(escape_markdown(data.model_line(facts), one_line=True))
+    st.dataframe(pd.DataFrame([{"decided by": r.decided_by, "model": facts["model"] or "-", "quant": facts["quant"] or "-",
+                                "adapter": facts["adapter"] or f"none: {facts['adapter_note']}",
                                 "prompt": r.prompt_version, "schema": r.schema_version, "run": r.run_id or "-",
                                 "stored": r.created_at}]), hide_index=True, width="stretch")
     if r.engine_stats:
@@ -174,7 +188,7 @@ def _review(url: str, r: RiskRecord) -> None:
     the record on first show, and only the note is emptied after a save)."""
     st.subheader("Review")
     keys = {name: f"review_{name}_{r.id}" for name in ("status", "note", "reviewer")}
-    st.session_state.setdefault(keys["status"], r.status)
+    st.session_state.setdefault(keys["status"], data.review_choice(r.status, r.close_reason))
     st.session_state.setdefault(keys["reviewer"], _default_reviewer())
     if saved := st.session_state.pop("review_saved", None):
         st.success(f"Review saved: {saved}")
@@ -183,7 +197,8 @@ def _review(url: str, r: RiskRecord) -> None:
         _history(url, r.id)
         return
     with st.form(f"review_{r.id}"):
-        st.selectbox("Status", STATUSES, key=keys["status"])
+        st.selectbox("Status", data.REVIEW_CHOICES, key=keys["status"],
+                     help="Open → acknowledged → in progress → closed, closed with why.")
         st.text_area("Analyst note", key=keys["note"])
         st.text_input("Reviewer", key=keys["reviewer"])
         st.form_submit_button("Save review", type="primary", on_click=_save_review, args=(url, r.id, keys))
@@ -194,7 +209,7 @@ def _save_review(url: str, record_id: str, keys: dict[str, str]) -> None:
     """Runs before the page is drawn again (a callback), so the note box can be emptied here."""
     state = st.session_state
     status = state[keys["status"]]
-    data.add_review(url, record_id, status=status, note=state[keys["note"]].strip(),
+    data.add_review(url, record_id, choice=status, note=state[keys["note"]].strip(),
                     reviewer=state[keys["reviewer"]].strip())
     state[keys["note"]] = ""
     state["review_saved"] = status
@@ -206,8 +221,9 @@ def _history(url: str, record_id: str) -> None:
     if not history:
         st.caption("No review yet.")
         return
-    st.dataframe(pd.DataFrame([{"when": h.created_at, "status": h.status, "reviewer": h.reviewer or "",
-                                "note": h.note or ""} for h in history]),
+    st.dataframe(pd.DataFrame([{"when": h.created_at, "from": h.old_status or "",
+                                "status": data.review_choice(h.status, h.close_reason), "reviewer": h.reviewer or "",
+                                "note": h.note or "", "via incident": h.incident_id or ""} for h in history]),
                  hide_index=True, width="stretch", key="review_history")
 
 

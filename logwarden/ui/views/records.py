@@ -1,6 +1,6 @@
 """Records page: the alert queue. Rows lead with the anomaly, host and time, coloured by level;
-clicking a row opens the record; "Select several" turns clicks into a selection that is marked
-confirmed / false_positive / resolved at once. Filters live in the URL (a link or a reload keeps
+clicking a row opens the record; "Select several" turns clicks into a selection that one click
+moves to a review state (acknowledged, in progress, or closed with its reason). Filters live in the URL (a link or a reload keeps
 them; the overview's charts link here with theirs). A grouped view counts records by host or by
 address (until incidents land), and a click there filters the queue to it.
 
@@ -10,6 +10,7 @@ the whole filtered set when clicked. Knows nothing of how a record is shown in d
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import math
 from collections import Counter, defaultdict
@@ -30,7 +31,10 @@ SORTS = {"Risk": "risk_score", "Last event": "last_ts", "First event": "first_ts
 PAGE_SIZES = (25, 50, 100, 200)
 ANY = "any"
 VIEWS = ("Queue", "By host", "By address")
-BULK_STATUSES = ("confirmed", "false_positive", "resolved")
+# The bulk bar's buttons: label → review choice (data.REVIEW_CHOICES).
+BULK_REVIEWS = {"Acknowledge": "acknowledged", "In progress": "in_progress",
+                "Close: true positive": "closed (true_positive)", "Close: benign positive": "closed (benign_positive)",
+                "Close: false positive": "closed (false_positive)", "Close: duplicate": "closed (duplicate)"}
 GROUP_LIMIT = 5000  # records read for the grouped view (the newest of the filter)
 # widget key → (URL parameter, kind); kind "list" is comma-separated
 URL_STATE = {"rec_min_risk": ("risk", "one"), "rec_categories": ("category", "list"),
@@ -157,8 +161,8 @@ def table(rows: list[RiskRecord]) -> pd.DataFrame:
     return pd.DataFrame([{
         "anomaly": shorten(r.anomaly, 140), "host": r.host or "-",
         "last event": f"{r.last_ts:%Y-%m-%d %H:%M:%S}" if r.last_ts else "-", "risk": r.risk_level,
-        "status": r.status, "category": r.category, "source": r.source, "lines": f"{r.line_start}-{r.line_end}",
-        "rules": ", ".join(r.detections), "id": r.id[:12],
+        "status": data.review_choice(r.status, r.close_reason), "category": r.category, "source": r.source, "lines": f"{r.line_start}-{r.line_end}",
+        "rules": ", ".join(r.rule_names()), "id": r.id[:12],
     } for r in rows], columns=["anomaly", "host", "last event", "risk", "status", "category", "source", "lines",
                                "rules", "id"])
 
@@ -174,14 +178,21 @@ def styled(frame: pd.DataFrame):
 def _bulk_review(url: str, picked: list[RiskRecord]) -> None:
     if saved := st.session_state.pop("rec_bulk_saved", None):
         st.success(saved)
-    columns = st.columns(len(BULK_STATUSES) + 1, vertical_alignment="center")
+    columns = st.columns(len(BULK_REVIEWS) + 1, vertical_alignment="center")
     columns[0].markdown(f"**{len(picked)} selected**")
-    for column, status in zip(columns[1:], BULK_STATUSES):
-        if column.button(f"Mark {status}", key=f"rec_mark_{status}", disabled=not picked):
+    for column, (label, choice) in zip(columns[1:], BULK_REVIEWS.items()):
+        if column.button(label, key=f"rec_mark_{choice}", disabled=not picked):
             for record in picked:
-                data.add_review(url, record.id, status=status, note=None, reviewer=None)
-            st.session_state["rec_bulk_saved"] = f"{len(picked)} record(s) marked {status}"
+                data.add_review(url, record.id, choice=choice, note=None, reviewer=_reviewer())
+            st.session_state["rec_bulk_saved"] = f"{len(picked)} record(s) marked {choice}"
             st.rerun()
+
+
+def _reviewer() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def _downloads(url: str, key: data.FilterKey, total: int) -> None:
@@ -225,7 +236,7 @@ def grouped_table(rows: list[RiskRecord], kind: str) -> pd.DataFrame:
         levels = Counter(r.risk_level for r in mine)
         times = sorted(t for r in mine for t in (r.first_ts, r.last_ts) if t)
         out.append({label: value, "records": len(mine), **{lvl: levels[lvl] for lvl in reversed(RISK_LEVELS)},
-                    "open": sum(r.status == "new" for r in mine),
+                    "open": sum(r.status == "open" for r in mine),
                     "categories": ", ".join(c for c, _ in Counter(r.category for r in mine).most_common(3)),
                     "first event": f"{times[0]:%Y-%m-%d %H:%M}" if times else "-",
                     "last event": f"{times[-1]:%Y-%m-%d %H:%M}" if times else "-"})

@@ -8,6 +8,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from _schemas import ecs_problems, ocsf_problems
 from _store_helpers import make_record
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -196,7 +197,7 @@ def test_ecs_document(category):
                          indicators=Indicators(ips=["not-an-ip", "198.51.100.9"], users=["alice"]))
     doc = json.loads(next(export_records([record], "ecs")))
     event = doc["event"]
-    assert doc["@timestamp"] == "2026-11-29T10:03:00.000Z" and doc["ecs"]["version"].startswith("8.")
+    assert doc["@timestamp"] == "2026-11-29T10:03:00.000Z" and doc["ecs"]["version"] == "9.4.0"
     assert event["kind"] in ECS_EVENT_KINDS and event["kind"] == "alert"
     assert event["category"] and set(event["category"]) <= set(ECS_EXPECTED_TYPES)
     for event_type in event["type"]:
@@ -208,6 +209,8 @@ def test_ecs_document(category):
     assert doc["log"]["file"]["path"] == record.source
     assert doc["rule"]["id"] == "ssh_brute_force" and doc["rule"]["ruleset"] == "logwarden"
     assert doc["logwarden"]["recommendation"] == record.recommendation
+    assert ecs_problems(doc) == []
+    assert doc["kibana"]["alert"] == {"workflow_status": "open"}
 
 
 def test_ecs_threat_splits_techniques_and_subtechniques():
@@ -224,6 +227,7 @@ def test_ecs_threat_splits_techniques_and_subtechniques():
 
 # -- OCSF --------------------------------------------------------------------------------------
 
+DETECTION_FINDING = "events/findings/detection_finding.json"
 OCSF_REQUIRED = ("activity_id", "category_uid", "class_uid", "finding_info", "metadata", "severity_id", "time",
                  "type_uid")
 OCSF_OBSERVABLE_TYPE_IDS = {"Hostname": 1, "IP Address": 2, "User Name": 4, "URL String": 6, "Hash": 8,
@@ -233,7 +237,7 @@ OCSF_OBSERVABLE_TYPE_IDS = {"Hostname": 1, "IP Address": 2, "User Name": 4, "URL
 @pytest.mark.parametrize(("level", "severity_id"), [("info", 1), ("low", 2), ("medium", 3), ("high", 4),
                                                      ("critical", 5)])
 def test_ocsf_detection_finding(level, severity_id):
-    record = make_record(risk_level=level, status="false_positive", analyst_note="known scanner",
+    record = make_record(risk_level=level, status="closed", close_reason="false_positive", analyst_note="known scanner",
                          indicators=Indicators(ips=["203.0.113.7"], users=["root"], hosts=["web-1"],
                                                urls=["http://x/?q=1"], hashes=["d41d8cd98f00b204e9800998ecf8427e"],
                                                processes=["/bin/sh"]),
@@ -248,7 +252,8 @@ def test_ocsf_detection_finding(level, severity_id):
     assert meta["version"].startswith("1.") and {"name", "vendor_name", "version"} <= set(meta["product"])
     info = finding["finding_info"]
     assert info["uid"] == record.id and info["title"] and info["desc"] == record.anomaly
-    assert info["attacks"] == [{"technique": {"uid": "T1110"}, "sub_technique": {"uid": "T1110.001",
+    assert info["attacks"] == [{"technique": {"uid": "T1110", "name": "Brute Force"},
+                                "sub_technique": {"uid": "T1110.001",
                                 "name": "Password Guessing"}, "tactic": {"name": "Credential Access"}}]
     for observable in finding["observables"]:
         assert OCSF_OBSERVABLE_TYPE_IDS[observable["type"]] == observable["type_id"]
@@ -256,6 +261,56 @@ def test_ocsf_detection_finding(level, severity_id):
     assert (finding["status_id"], finding["status"], finding["comment"]) == (3, "Suppressed", "known scanner")
     assert finding["evidences"][0]["data"]["text"] == record.evidence.exemplars[0].text
     assert finding["risk_level"] == level.capitalize() and 0 <= finding["risk_level_id"] <= 4
+    assert (finding["verdict_id"], finding["verdict"]) == (1, "False Positive")
+    assert finding["priority_id"] == {"info": 1, "low": 1, "medium": 2, "high": 3, "critical": 4}[level]
+    assert (finding["disposition_id"], finding["metadata"]["version"]) == (15, "1.7.0")
+    assert ocsf_problems(finding, DETECTION_FINDING) == []
+
+
+# Kibana's alert workflow: status open / acknowledged / closed, closing reasons as Kibana lists them
+# (kbn-rule-data-utils; @kbn/response-ops-detections-close-reason, whose "other" logwarden does not use).
+KIBANA_STATUSES = ("open", "acknowledged", "closed")
+KIBANA_REASONS = ("duplicate", "false_positive", "true_positive", "benign_positive", "other")
+
+
+@pytest.mark.parametrize(("status", "reason", "kibana", "ocsf_status", "verdict"), [
+    ("open", None, "open", (1, "New"), None),
+    ("acknowledged", None, "acknowledged", (2, "In Progress"), None),
+    ("in_progress", None, "acknowledged", (2, "In Progress"), None),
+    ("closed", "true_positive", "closed", (4, "Resolved"), (2, "True Positive")),
+    ("closed", "benign_positive", "closed", (3, "Suppressed"), (5, "Benign")),
+    ("closed", "false_positive", "closed", (3, "Suppressed"), (1, "False Positive")),
+    ("closed", "duplicate", "closed", (5, "Archived"), (10, "Duplicate")),
+])
+def test_every_review_state_exports_valid_ecs_9_4_and_ocsf_1_7(status, reason, kibana, ocsf_status, verdict):
+    when = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    record = make_record(status=status, close_reason=reason, reviewer="ana", reviewed_at=when,
+                         techniques=[Technique(id="T1110.001", name="Password Guessing", tactic="Credential Access")],
+                         indicators=Indicators(ips=["203.0.113.7"], users=["root"], hosts=["web-1"]))
+    doc = json.loads(next(export_records([record], "ecs")))
+    assert ecs_problems(doc) == []
+    alert = doc["kibana"]["alert"]
+    assert alert["workflow_status"] == kibana and alert["workflow_status"] in KIBANA_STATUSES
+    assert alert.get("workflow_reason") == reason and (reason is None or reason in KIBANA_REASONS)
+    assert (alert["workflow_user"], alert["workflow_status_updated_at"]) == ("ana", "2026-11-30T08:00:00.000Z")
+    finding = json.loads(next(export_records([record], "ocsf")))
+    assert ocsf_problems(finding, DETECTION_FINDING) == []
+    assert (finding["status_id"], finding["status"]) == ocsf_status
+    assert ((finding["verdict_id"], finding["verdict"]) if "verdict_id" in finding else None) == verdict
+
+
+def test_the_validators_catch_what_the_schemas_forbid():
+    """The checks can fail: a field ECS lacks, a value outside an enum, a missing required attribute."""
+    doc = json.loads(next(export_records([make_record()], "ecs")))
+    doc["event"]["kind"] = "finding"
+    doc["event"]["outcome_code"] = 3
+    assert {p.split(":")[0] for p in ecs_problems(doc)} == {"event.kind", "event.outcome_code"}
+    finding = json.loads(next(export_records([make_record()], "ocsf")))
+    finding["status_id"] = 9
+    finding["verdict_id"] = 42
+    del finding["finding_info"]
+    assert {p.split(":")[0] for p in ocsf_problems(finding, DETECTION_FINDING)} == {
+        "status_id", "verdict_id", "finding_info"}
 
 
 # -- general -----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ def test_nothing_grounded_keeps_the_deterministic_title(tmp_path):
     engine = storyteller(lambda ids: story(ids, title="Untrusted incident records", summary="Host 10.1.2.3 was hit."))
     stats = StoryWriter(store, engine, budget=Budget()).write([incident], limit=5)
     stored = store.incidents.get(incident.id)
-    assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (3 records)"
+    assert stored.story_by == "rules" and stored.title == incident.title == "brute force on web01 (2 records)"
     assert stats.rejected == 1 and stats.written == 0
 
 
@@ -113,7 +113,8 @@ def test_a_spent_budget_writes_no_story(tmp_path):
 
 
 def analysed(tmp_path: Path, engine, *, rules_only: bool):
-    from logwarden.app.pipeline import Pipeline, RunOptions
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
 
     logs = write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER) + burst(
         "web01", 10, 20, ATTACKER, pid=2000, accepted=True))
@@ -135,7 +136,7 @@ def test_rules_only_writes_deterministic_titles_and_never_asks_the_model(tmp_pat
     store, metrics = analysed(tmp_path, engine, rules_only=True)
     [incident] = store.incidents.query()
     assert metrics.incidents == 1 and metrics.stories == 0 and engine.requests == []
-    assert incident.story_by == "rules" and incident.title == "brute force on web01 (3 records)"
+    assert incident.story_by == "rules" and incident.title == "brute force on web01 (2 records)"
 
 
 def test_cut_off_repeated_one_word_and_prompt_echoing_parts_are_dropped(tmp_path):
@@ -152,3 +153,36 @@ def test_cut_off_repeated_one_word_and_prompt_echoing_parts_are_dropped(tmp_path
     assert stored.summary == f"{repeated} It then logged in as root."
     assert stored.title == incident.title
     assert stored.next_steps == [f"Block {ATTACKER}."]
+
+
+def lone_record(tmp_path: Path, engine, *, rules_only: bool):
+    """One burst ending in a root login: one high record, linked to no other."""
+    from logwarden.app.pipeline import Pipeline
+    from logwarden.app.run_options import RunOptions
+
+    logs = write(tmp_path / "logs" / "auth.log", burst("web01", 10, 0, ATTACKER, accepted=True))
+    store = open_store(f"sqlite:///{tmp_path / 'lw.db'}")
+    metrics = Pipeline(store, engine, RunOptions(rules_only=rules_only, llm_budget="unlimited")).analyze([logs])
+    return store, metrics
+
+
+def test_a_lone_high_record_is_an_incident_once_the_model_tells_it(tmp_path):
+    from logwarden.app.incidents import IncidentOptions
+    from logwarden.app.incidents.regroup import regroup
+
+    store, metrics = lone_record(tmp_path, storyteller(lambda ids: story(ids)), rules_only=False)
+    [record] = store.query_records(limit=10)
+    [incident] = store.incidents.query()
+    assert record.risk_level == "high" and incident.record_ids == [record.id] and incident.story_by == "llm"
+    assert metrics.incidents == 1 and metrics.stories == 1
+    again = regroup(store, IncidentOptions())  # its story carried over: it stays an incident
+    assert [i.id for i in again.incidents] == [incident.id] and not again.removed
+    assert store.incidents.get(incident.id).story_by == "llm"
+
+
+def test_a_lone_high_record_no_model_told_stays_an_alert(tmp_path):
+    engine = storyteller(lambda ids: story(ids))
+    store, metrics = lone_record(tmp_path, engine, rules_only=True)
+    [record] = store.query_records(limit=10)
+    assert record.risk_level == "high" and store.incidents.query() == [] and metrics.incidents == 0
+    assert engine.requests == []

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 
 
@@ -28,6 +29,13 @@ def brute_force(url: str) -> list[tuple]:
     with open_store(url) as store:
         return sorted((r.detections, r.indicators.ips, r.risk_level, r.anomaly.split(".")[0])
                       for r in store.query_records() if r.category == "brute_force")
+
+
+def the_brute_force(url: str):
+    """The store's one brute-force record (unpacking fails when there are none or several)."""
+    with open_store(url) as store:
+        [record] = [r for r in store.query_records() if r.category == "brute_force"]
+    return record
 
 
 def test_a_brute_force_split_by_a_resume_gives_the_record_of_one_run(tmp_path, any_db_url):
@@ -112,8 +120,7 @@ def test_a_burst_reported_before_a_resume_grows_the_same_record(tmp_path, any_db
     with open(log, "a") as fh:
         fh.writelines(failed(i) for i in range(6, 10))
     analyze(any_db_url, log, resume=True)
-    with open_store(any_db_url) as store:
-        [record] = [r for r in store.query_records() if r.category == "brute_force"]
+    record = the_brute_force(any_db_url)
     assert (record.line_start, record.line_end, record.line_count) == (1, 10, 10)
     assert "10 matching lines" in record.anomaly and brute_force(any_db_url) != [first]
 
@@ -134,3 +141,63 @@ def test_the_model_s_review_of_a_burst_s_later_window_keeps_the_whole_record(tmp
         [record] = [r for r in store.query_records() if r.category == "brute_force"]
     assert record.decided_by == "rules+llm" and record.risk_level == "critical"
     assert (record.line_start, record.line_end, record.line_count) == (1995, 2004, 10)
+
+
+def sprayed(i: int) -> str:
+    """A failure for a new account each line, from one address: brute force, password spray and,
+    from the 20th account on, the host-wide spray rule."""
+    return (f"Mar  1 10:00:{i:02d} web01 sshd[{1000 + i}]: Failed password for invalid user u{i} from "
+            f"203.0.113.7 port {30000 + i} ssh2\n")
+
+
+def test_a_host_wide_spray_firing_in_a_later_window_grows_the_brute_force_s_record(tmp_path, any_db_url):
+    """10-line windows: the address's brute force fires in the first, the host-wide spray (20
+    accounts) in the second, whose widest signal is then the spray's: the record keeps its id."""
+    log = tmp_path / "auth.log"
+    log.write_text("".join(sprayed(i) for i in range(30)))
+    with open_store(any_db_url) as store:
+        Pipeline(store, None, RunOptions(rules_only=True, window_max_lines=10)).analyze([log])
+        records = [r for r in store.query_records() if r.category == "brute_force"]
+    assert len(records) == 1, [(r.line_start, r.line_end, r.detections) for r in records]
+    assert (records[0].line_start, records[0].line_end, records[0].line_count) == (1, 30, 30)
+    assert "lw-ssh-spray-many-users" in records[0].detections
+
+
+def test_a_burst_that_goes_on_in_the_rotated_file_grows_the_same_record(tmp_path, any_db_url):
+    """auth.log read, then renamed to auth.log.1 and written to: `--resume` reads the rest under the
+    rotated name, and the correlations go on with the source's state (they were keyed by the name
+    the lines were read under, so the 4 more failures counted from zero)."""
+    log = tmp_path / "auth.log"
+    log.write_text("".join(failed(i) for i in range(6)))
+    analyze(any_db_url, log, resume=False)
+    rotated = log.rename(tmp_path / "auth.log.1")
+    with open(rotated, "a") as fh:
+        fh.writelines(failed(i) for i in range(6, 10))
+    analyze(any_db_url, rotated, resume=True)
+    record = the_brute_force(any_db_url)
+    assert (record.line_start, record.line_end, record.line_count) == (1, 10, 10)
+    assert "10 matching lines" in record.anomaly
+
+
+def test_a_new_generation_s_burst_survives_a_restart(tmp_path, any_db_url):
+    """The watcher's case: one process reads a file, the file is cut (copytruncate) and a new burst
+    begins at earlier times; after a restart the burst goes on. The first content's detector (and
+    its later clock) served the second and pruned its state away at the commit before the restart."""
+    from logwarden.app.ingest.reader import TailRead
+
+    log = tmp_path / "auth.log"
+    log.write_text("".join(failed(i, ip="198.51.100.9", hour=11) for i in range(6)))
+    inode = log.stat().st_ino
+    with open_store(any_db_url) as store:
+        pipeline = Pipeline(store, None, RunOptions(rules_only=True))
+        pipeline.process(TailRead(log), source=str(log), inode=inode, generation=0)
+        log.write_text("".join(failed(i) for i in range(6)))  # cut and written again: 10:00, before 11:00
+        pipeline.process(TailRead(log), source=str(log), inode=inode, generation=1)
+    with open(log, "a") as fh:
+        fh.writelines(failed(i) for i in range(6, 10))
+    size = len("".join(failed(i) for i in range(6)).encode())
+    with open_store(any_db_url) as store:  # restarted
+        Pipeline(store, None, RunOptions(rules_only=True)).process(
+            TailRead(log, start_offset=size, start_line=7), source=str(log), inode=inode, generation=1)
+        records = [r for r in store.query_records() if "203.0.113.7" in r.indicators.ips]
+    assert [(r.line_start, r.line_end, r.line_count) for r in records] == [(1, 10, 10)]

@@ -19,6 +19,7 @@ from logwarden.app.store.database import make_engine
 from logwarden.app.store.tables import Base
 from logwarden.errors import InputError, StoreError, StoreInputError
 from logwarden.schemas import CATEGORIES, RISK_LEVELS, Indicators, Technique, risk_rank
+from logwarden.schemas.record import OPEN_STATUSES, STATUSES
 
 
 @pytest.fixture()
@@ -77,9 +78,12 @@ def test_orm_tables_match_the_migrated_schema(store):
         assert db_indexes == orm_indexes, name
 
 
-def test_bad_url_raises_store_error():
+def test_bad_url_raises_store_error(tmp_path, monkeypatch):
     with pytest.raises(StoreError, match="Bad database URL"):
-        open_store("this is not a url")
+        open_store("sqlite:not-a-url")  # a scheme, then no URL
+    monkeypatch.chdir(tmp_path)
+    open_store("this is a path").close()  # no scheme: a SQLite file's path (issue 45)
+    assert (tmp_path / "this is a path").is_file()
     with pytest.raises(StoreError, match="driver"):
         open_store("nosuchdialect://user@host/db")
 
@@ -164,17 +168,17 @@ def test_naive_timestamps_are_read_as_local_time_in_utc(store):
 def test_upsert_is_idempotent_and_keeps_review_state(store):
     record = make_record()
     store.upsert_records([record])
-    store.add_review(record.id, status="confirmed", note="seen in VPN logs too", reviewer="ana")
+    store.add_review(record.id, status="acknowledged", note="seen in VPN logs too", reviewer="ana")
     created = store.get_record(record.id).created_at
 
-    reanalysed = record.model_copy(update={"anomaly": "updated text", "status": "new", "analyst_note": None,
+    reanalysed = record.model_copy(update={"anomaly": "updated text", "status": "open", "analyst_note": None,
                                            "created_at": created + timedelta(days=1)})
     store.upsert_records([reanalysed, reanalysed])
 
     assert store.count_records() == 1
     got = store.get_record(record.id)
     assert got.anomaly == "updated text"
-    assert (got.status, got.analyst_note, got.created_at) == ("confirmed", "seen in VPN logs too", created)
+    assert (got.status, got.analyst_note, got.created_at) == ("acknowledged", "seen in VPN logs too", created)
     assert store.info()["tables"]["evidence"] == len(record.evidence.exemplars)
 
 
@@ -190,11 +194,11 @@ def test_generic_upsert_fallback_behaves_like_on_conflict(store, monkeypatch):
     monkeypatch.setattr(writes, "_DIALECT_INSERTS", {})
     record = make_record()
     store.upsert_records([record, make_record(line_start=40, line_end=45)])
-    store.add_review(record.id, status="resolved", note=None, reviewer="bo")
+    store.add_review(record.id, status="closed", reason="true_positive", reviewer="bo")
     store.upsert_records([record.model_copy(update={"risk_level": "critical", "risk_score": 95})])
     got = store.get_record(record.id)
     assert store.count_records() == 2
-    assert (got.risk_level, got.status) == ("critical", "resolved")
+    assert (got.risk_level, got.status, got.close_reason) == ("critical", "closed", "true_positive")
 
 
 # -- the transaction -------------------------------------------------------------------------
@@ -300,7 +304,7 @@ def _dataset(n: int = 240, seed: int = 7) -> list:
         records.append(make_record(
             source=rng.choice(["/var/log/auth.log", "/var/log/nginx/access.log", "/logs/sysmon.json"]),
             line_start=i * 10 + 1, line_end=i * 10 + 10, risk_level=level, category=rng.choice(CATEGORIES),
-            status=rng.choice(["new", "confirmed", "false_positive", "resolved"]),
+            status=rng.choice(STATUSES),
             first_ts=BASE_TS + timedelta(minutes=37 * i), last_ts=BASE_TS + timedelta(minutes=37 * i + 5),
             techniques=rng.sample(techniques, rng.randint(0, 2)),
             indicators=Indicators(ips=rng.sample(ips, rng.randint(0, 3)), users=rng.sample(users, rng.randint(0, 2))),
@@ -323,7 +327,7 @@ FILTER_CASES = [
     (RecordFilter(min_risk="high"), lambda r: risk_rank(r.risk_level) >= 3),
     (RecordFilter(categories=["brute_force", "web_attack"]), lambda r: r.category in ("brute_force", "web_attack")),
     (RecordFilter(sources=["/logs/sysmon.json"]), lambda r: r.source == "/logs/sysmon.json"),
-    (RecordFilter(statuses=["new", "confirmed"]), lambda r: r.status in ("new", "confirmed")),
+    (RecordFilter(statuses=["open", "acknowledged"]), lambda r: r.status in ("open", "acknowledged")),
     (RecordFilter(technique="T1110"), lambda r: any(t.id.split(".")[0] == "T1110" for t in r.techniques)),
     (RecordFilter(technique="T1110.001"), lambda r: any(t.id == "T1110.001" for t in r.techniques)),
     (RecordFilter(technique="T111"), lambda r: False),
@@ -334,8 +338,8 @@ FILTER_CASES = [
     (RecordFilter(run_id="run-b"), lambda r: r.run_id == "run-b"),
     (RecordFilter(since=BASE_TS + timedelta(hours=30), until=BASE_TS + timedelta(hours=60)),
      lambda r: BASE_TS + timedelta(hours=30) <= r.last_ts <= BASE_TS + timedelta(hours=60)),
-    (RecordFilter(min_risk="medium", categories=["benign", "reconnaissance"], statuses=["new"]),
-     lambda r: risk_rank(r.risk_level) >= 2 and r.category in ("benign", "reconnaissance") and r.status == "new"),
+    (RecordFilter(min_risk="medium", categories=["benign", "reconnaissance"], statuses=["open"]),
+     lambda r: risk_rank(r.risk_level) >= 2 and r.category in ("benign", "reconnaissance") and r.status == "open"),
 ]
 
 
@@ -432,7 +436,7 @@ def test_kpis(loaded):
     run = store.start_run(command="analyze", config={})
     store.set_source("/var/log/auth.log", 1234, offset=1, line_no=1)
     kpis = store.kpis()
-    open_high = [r for r in records if r.risk_level in ("high", "critical") and r.status in ("new", "confirmed")]
+    open_high = [r for r in records if r.risk_level in ("high", "critical") and r.status in OPEN_STATUSES]
     assert kpis["records"] == len(records)
     assert kpis["open_high_critical"] == len(open_high)
     assert kpis["sources"] == len({r.source for r in records})
@@ -444,21 +448,67 @@ def test_kpis(loaded):
 # -- reviews, runs, errors, info -------------------------------------------------------------
 
 
-def test_reviews_are_an_append_only_trail(store):
+def test_reviews_are_an_append_only_trail_of_state_changes(store):
     record = make_record()
     store.upsert_records([record])
-    store.add_review(record.id, status="confirmed", note="real attack", reviewer="ana")
-    store.add_review(record.id, status="resolved", note="blocked at firewall", reviewer="bo")
+    store.add_review(record.id, status="acknowledged", note="looking", reviewer="ana")
+    store.add_review(record.id, status="in_progress", reviewer="ana")
+    closed = store.add_review(record.id, status="closed", reason="false_positive", note="our scanner", reviewer="bo")
+    assert (closed["old_status"], closed["status"], closed["close_reason"]) == ("in_progress", "closed", "false_positive")
     trail = store.list_reviews(record.id)
-    assert [(r.status, r.note, r.reviewer) for r in trail] == [
-        ("confirmed", "real attack", "ana"), ("resolved", "blocked at firewall", "bo")]
+    assert [(r.old_status, r.status, r.close_reason, r.note, r.reviewer, r.incident_id) for r in trail] == [
+        ("open", "acknowledged", None, "looking", "ana", None), ("acknowledged", "in_progress", None, None, "ana", None),
+        ("in_progress", "closed", "false_positive", "our scanner", "bo", None)]
     got = store.get_record(record.id)
-    assert (got.status, got.analyst_note) == ("resolved", "blocked at firewall")
-    with pytest.raises(InputError, match="Unknown review status"):
-        store.add_review(record.id, status="ignored", note=None, reviewer=None)
+    assert (got.status, got.close_reason, got.analyst_note, got.reviewer) == ("closed", "false_positive", "our scanner", "bo")
+    assert got.reviewed_at == trail[-1].created_at
+    store.add_review(record.id, note="still our scanner")  # a note alone keeps the state and its reason
+    assert (store.get_record(record.id).status, store.get_record(record.id).close_reason) == ("closed", "false_positive")
+    store.add_review(record.id, status="open", reviewer="cy")  # reopened: the reason goes with the close
+    assert (store.get_record(record.id).status, store.get_record(record.id).close_reason) == ("open", None)
+    for status, reason, message in (("ignored", None, "Unknown review status"), ("closed", None, "Closing needs a reason"),
+                                    ("acknowledged", "duplicate", "goes with status closed only"),
+                                    ("closed", "maybe", "Unknown close reason")):
+        with pytest.raises(InputError, match=message):
+            store.add_review(record.id, status=status, reason=reason)
     with pytest.raises(InputError, match="No record"):
-        store.add_review("nope", status="resolved", note=None, reviewer=None)
-    assert len(store.list_reviews(record.id)) == 2
+        store.add_review("nope", status="acknowledged")
+    assert len(store.list_reviews(record.id)) == 5
+
+
+def test_step_20_maps_the_old_review_states_and_fills_the_trail(db_url):
+    """Issue 42: new → open, confirmed → in_progress, false_positive → closed (false_positive),
+    resolved → closed (true_positive), on the records, the incidents and both trails; each trail row
+    gets the state before it, each record and incident its last reviewer."""
+    _store_at(db_url, 18)
+    engine = make_engine(db_url)
+    old = {"a": "new", "b": "confirmed", "c": "false_positive", "d": "resolved"}
+    with engine.begin() as conn:
+        for record_id, status in old.items():
+            row = Base.metadata.tables["records"].c
+            values = {c.name: None for c in row if c.nullable} | {
+                "id": record_id, "source": "/var/log/auth.log", "inode": 1, "line_start": 1, "line_end": 1,
+                "line_count": 1, "risk_level": "high", "risk_rank": 3, "risk_score": 80, "category": "brute_force",
+                "technique_ids": "", "techniques": "[]", "indicators": "{}", "anomaly": "x", "trace": "x",
+                "recommendation": "x", "evidence": "{}", "detections": "[]", "decided_by": "rules",
+                "prompt_version": "v4", "schema_version": "2", "status": status, "created_at": BASE_TS,
+                "updated_at": BASE_TS, "ungrounded": "[]", "rejected": "{}", "verdict": "{}"}
+            names = [n for n in values if n not in ("close_reason", "reviewer", "reviewed_at")]
+            conn.execute(text(f"INSERT INTO records ({', '.join(names)}) VALUES ({', '.join(':' + n for n in names)})"),
+                         {n: values[n] for n in names})
+        for status, reviewer in (("confirmed", "ana"), ("resolved", "bo")):
+            conn.execute(text("INSERT INTO reviews (record_id, status, reviewer, created_at) VALUES "
+                              "('d', :s, :r, :t)"), {"s": status, "r": reviewer, "t": BASE_TS})
+    engine.dispose()
+    with open_store(db_url) as store:
+        got = {r.id: (r.status, r.close_reason) for r in store.query_records()}
+        assert got == {"a": ("open", None), "b": ("in_progress", None), "c": ("closed", "false_positive"),
+                       "d": ("closed", "true_positive")}
+        trail = store.list_reviews("d")
+        assert [(r.old_status, r.status, r.close_reason) for r in trail] == [
+            ("open", "in_progress", None), ("in_progress", "closed", "true_positive")]
+        assert store.get_record("d").reviewer == "bo" and store.get_record("a").reviewer is None
+
 
 
 def test_runs_and_errors(store):

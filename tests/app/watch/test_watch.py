@@ -13,7 +13,8 @@ import pytest
 from _watch_helpers import append, covered
 from _watch_helpers import spans as accounted
 
-from logwarden.app.pipeline import Pipeline, RunOptions
+from logwarden.app.pipeline import Pipeline
+from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.watch import Watcher
 

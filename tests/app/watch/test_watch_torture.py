@@ -395,6 +395,11 @@ def check(t: Torture) -> dict:
             assert (int(mark[1]), int(mark[2])) == (stream.sid, exemplar.line_no), (record.id, exemplar)
         seen_records[(window_of[record.id], record.category, tuple(record.evidence.line_numbers))] += 1
     assert max(seen_records.values()) == 1, [k for k, n in seen_records.items() if n > 1][:3]
+    bruteforces = Counter(window_of[r.id] for r in records if "lw-ssh-bruteforce" in r.detections)
+    split = {key: [(r.evidence.line_numbers[0], r.evidence.line_numbers[-1], r.detections) for r in records
+                   if window_of[r.id] == key and "lw-ssh-bruteforce" in r.detections]
+             for key, n in bruteforces.items() if n > 1}
+    assert not split, f"a brute force split across restarts: {split}"
     assert [e.message for e in t.store.list_errors()] == []
     return {"lines written": sum(s.expected - s.first + 1 for s in t.streams),
             "lines accounted": sum(len(t.covered(s)) for s in t.streams),
