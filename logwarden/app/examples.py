@@ -5,8 +5,8 @@ taken out — its verdict, the analyst's note), the shipped seed library (`data/
 generated scenarios with known answers), `examples_of_records` (closed records of the store → examples),
 `ExampleSource` (seed + the store's reviews + any extra examples, later ones overriding earlier ones of
 the same evidence, in one BM25 index — bm25s — built when first searched), `RetrievalOptions`
-(`from_settings`: on/off, k, the examples' token cap) and `ExamplePrompter`: a digest part or a story
-request with the k most similar examples in the room its budget leaves (the evidence is never cut: the
+(`from_settings`: on/off, k, the examples' token cap) and `ExamplePrompter`: a digest part or a triage
+prompt with the k most similar examples in the room its budget leaves (the evidence is never cut: the
 examples are trimmed, then dropped, least similar first).
 Nothing leaves the machine. Knows nothing of the store's tables (it reads `RiskRecord`s) or the engine
 beyond a token counter.
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from logwarden.app.config import Settings, declared
 from logwarden.app.digest import DigestPart
-from logwarden.engine.api import CountTokens, Request, approx_tokens
+from logwarden.engine.api import CountTokens, approx_tokens
 from logwarden.prompts import examples_text
 from logwarden.schemas.assessment import Category
 from logwarden.schemas.record import RiskRecord
@@ -302,11 +302,3 @@ class ExamplePrompter:
 
     def parts(self, parts: Sequence[DigestPart]) -> list[DigestPart]:
         return [self.part(p) for p in parts]
-
-    def request(self, request: Request, query: str) -> Request:
-        """A story's request with examples after its records (capped by `max_tokens`)."""
-        text = self.block(query, self.options.max_tokens)
-        if not text:
-            return request
-        user = request.user.removesuffix("JSON:") + text + "\nJSON:"
-        return dataclasses.replace(request, user=user)

@@ -483,7 +483,7 @@ class Pipeline:
         self.metrics.add_stories(write_stories(
             self.store, self.engine, incidents, llm_budget=self.options.llm_budget, limit=self.options.incidents.stories,
             max_new_tokens=self.options.incidents.story_tokens, spent=self.metrics.spent, cancelled=self._cancel,
-            progress=self.progress, examples=self.examples()))
+            progress=self.progress))
 
     def _count_records(self, records: Sequence[RiskRecord]) -> None:
         self.metrics.add_records(records)

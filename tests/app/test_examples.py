@@ -23,13 +23,12 @@ from logwarden.app.examples import (
     seed_examples,
     store_source,
 )
-from logwarden.app.incidents.story import story_request
 from logwarden.app.pipeline import Pipeline
 from logwarden.app.run_options import RunOptions
 from logwarden.app.store import open_store
 from logwarden.app.triage import prepare
 from logwarden.engine.api import approx_tokens
-from logwarden.prompts import EXAMPLES_FENCE, EXAMPLES_FENCE_END
+from logwarden.prompts import EXAMPLES_FENCE, EXAMPLES_FENCE_END, INCIDENT_FENCE
 from logwarden.schemas import ExemplarLine
 from logwarden.schemas.record import Evidence
 
@@ -123,14 +122,6 @@ def test_log_text_in_an_example_cannot_close_its_fence():
     assert block.count(EXAMPLES_FENCE_END) == 1 and block.rstrip().endswith(EXAMPLES_FENCE_END)
 
 
-def test_a_story_request_carries_examples_after_its_records():
-    request, text, _ids = story_request([make_record()])
-    source = ExampleSource.seeded()
-    asked = ExamplePrompter(source).request(request, text)
-    assert asked.user.startswith(request.user.removesuffix("JSON:")) and asked.user.endswith("JSON:")
-    assert "closed: true_positive" in asked.user
-
-
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_review_asks_with_the_stores_reviews_unless_retrieval_is_off(store, tmp_path, enabled):
     _reviewed(store, SSHD.replace("chen", "wang"), "true_positive", "marker-note-spray")
@@ -143,6 +134,20 @@ def test_the_review_asks_with_the_stores_reviews_unless_retrieval_is_off(store, 
     assert engine.prompts
     assert any("marker-note-spray" in p for p in engine.prompts) is enabled
     assert json.loads(json.dumps(store.list_runs()[0].config["retrieval"]))["enabled"] is enabled
+
+
+def test_incident_stories_are_asked_without_examples(store, tmp_path):
+    # examples (verdicts on single records) made the 0.5B copy the prompt's frame into its stories: 3 of
+    # 10 passed the gate with them, 9 of 10 without (story.write_stories); the review still gets them
+    from _incident_helpers import ATTACKER, burst, write
+
+    write(tmp_path / "auth.log", burst("web01", 10, 0, ATTACKER) + burst("web01", 10, 20, ATTACKER, pid=2000,
+                                                                          accepted=True))
+    engine = FakeEngine()
+    Pipeline(store, engine, RunOptions(llm_policy="all", final=True, llm_budget="unlimited")).analyze([tmp_path])
+    stories = [p for p in engine.prompts if INCIDENT_FENCE in p]
+    assert stories and not any(EXAMPLES_FENCE in p for p in stories)
+    assert any(EXAMPLES_FENCE in p for p in engine.prompts if INCIDENT_FENCE not in p)
 
 
 def test_the_seed_scenarios_name_only_documentation_and_private_addresses():

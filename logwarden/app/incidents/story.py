@@ -30,7 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 from logwarden.app.config import declared
-from logwarden.app.examples import ExamplePrompter
 from logwarden.app.postprocess import Provenance
 from logwarden.app.review import Budget, default_budget
 from logwarden.app.store import Store
@@ -147,14 +146,16 @@ MIN_STEP_WORDS = 2  # "analyze", "kill": not a step an analyst can take
 def write_stories(store: Store, engine: Engine, incidents: Sequence[Incident], *, llm_budget: str, limit: int,
                   max_new_tokens: int = declared("incident_story_max_new_tokens"), spent: tuple[float, int] = (0.0, 0),
                   cancelled: threading.Event | None = None,
-                  progress: Callable[[str, int], None] = lambda _name, _n: None,
-                  examples: ExamplePrompter | None = None) -> StoryStats:
+                  progress: Callable[[str, int], None] = lambda _name, _n: None) -> StoryStats:
     """The stories of at most `limit` of the incidents that need one, within the budget `llm_budget`
-    (app/review.Budget's spec) of which `spent` (seconds, tokens) is gone already; `examples`: the
-    reviewed examples most like each incident's records go into its prompt."""
+    (app/review.Budget's spec) of which `spent` (seconds, tokens) is gone already.
+
+    A story's prompt holds its records alone, no reviewed examples (app/examples): examples are verdicts
+    on single records, and with them the 0.5B copied the prompt's frame back ("review the examples",
+    "records between the markers"): 3 of 10 stories passed the text gate with them, 9 of 10 without
+    (the same incident, ten runs each, 2026-12-08)."""
     writer = StoryWriter(store, engine, budget=default_budget(llm_budget, engine), spent=spent,
                          max_new_tokens=max_new_tokens, cancelled=cancelled, progress=progress)
-    writer.examples = examples
     return writer.write(incidents, limit=limit)
 
 
@@ -169,7 +170,6 @@ class StoryWriter:
         self.max_new_tokens = max_new_tokens  # a story cut here is rejected; citing each member once at most keeps stories short
         self.cancelled = cancelled or threading.Event()
         self.model = Provenance.of(engine).model
-        self.examples: ExamplePrompter | None = None
 
     def write(self, incidents: Sequence[Incident], *, limit: int) -> StoryStats:
         stats = StoryStats()
@@ -189,8 +189,6 @@ class StoryWriter:
     def _batch(self, incidents: Sequence[Incident], stats: StoryStats) -> bool:
         """Ask for a batch of stories; False when the engine failed (no more are asked this run)."""
         prepared = [(i, *story_request(self._members(i))) for i in incidents]
-        if self.examples is not None:  # examples after the records; the story's checks read the records alone
-            prepared = [(i, self.examples.request(request, text), text, ids) for i, request, text, ids in prepared]
         log.info("asking the model for %d incident story(ies)", len(prepared))
         self.progress("stories_started", len(prepared))
         started = time.perf_counter()

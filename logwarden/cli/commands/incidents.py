@@ -228,12 +228,8 @@ def _cancel(cancelled: threading.Event, engine) -> None:
 
 
 def _stories(store, engine, incidents_found, options, llm_budget: str, cancelled: threading.Event, progress) -> dict:
-    from logwarden.app.examples import ExamplePrompter, RetrievalOptions, store_source
     from logwarden.app.incidents.story import write_stories
 
-    retrieval = RetrievalOptions.from_settings(get_settings())
-    examples = ExamplePrompter(store_source(store), retrieval, engine.count_tokens) if retrieval.enabled else None
     stats = write_stories(store, engine, incidents_found, llm_budget=llm_budget, limit=options.stories,
-                          max_new_tokens=options.story_tokens, cancelled=cancelled, progress=progress,
-                          examples=examples)
+                          max_new_tokens=options.story_tokens, cancelled=cancelled, progress=progress)
     return {f"stories_{name}": value for name, value in stats.as_dict().items()}
