@@ -99,3 +99,18 @@ def test_a_rotated_file_ends_before_its_newer_file_begins(tmp_path):
     assert {t.year for t in _record_times(out, "auth.log")} == {2025}
     assert {t.date() for t in _record_times(out, "auth.log.1")} == {datetime(2024, 12, 10).date()}
     assert "first line of auth.log" in _reason(out, "auth.log.1")
+
+
+def test_a_stated_time_after_tomorrow_is_not_believed_the_line_is_kept_undated(tmp_path):
+    # a wrong clock or a forged stamp (a time in 2030 sorts an attack out of every time filter): the
+    # injection is still found, and nothing is dated after tomorrow
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    forged = [ACCESS_2026.replace("01/Dec/2026", "03/Mar/2030").replace("id=1", f"id={n}") for n in range(3)]
+    _write(folder / "access.log", forged, datetime.now())
+    out = _analyze(folder, tmp_path)
+    attacks = [r for r in out["records"] if r["category"] == "web_attack"]
+    assert attacks, out["records"]
+    latest = datetime.now() + timedelta(days=1)
+    assert all(datetime.fromisoformat(r[key]).replace(tzinfo=None) <= latest
+               for r in out["records"] for key in ("first_ts", "last_ts") if r.get(key))

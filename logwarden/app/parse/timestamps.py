@@ -4,7 +4,7 @@ dotted and dash-joined dates of machine logs (`2005.06.03`, `2005-06-03-15.42.50
 Owns: turning those strings into `datetime`s (aware when the log states a zone, naive local time
 otherwise), inferring the missing year of RFC 3164 dates, the timestamp heuristic used for
 lines no parser recognises, and `usable_time`: the range of times a log line may carry
-(`EARLIEST_YEAR` … `LATEST_YEAR`), which every parsed time is checked against. Impossible dates
+(`EARLIEST_YEAR` … now + `_FUTURE_SLACK`), which every parsed time is checked against. Impossible dates
 (Feb 30) give None, never an exception to callers; a year-less Feb 29 gets the latest leap year
 not after the reference time (the log cannot be from a year without one).
 Knows nothing about Events or which format a line is.
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from datetime import date, datetime, timedelta, timezone
 
 MONTHS = {name: i for i, name in enumerate(
@@ -43,11 +44,29 @@ def make_datetime(year: int, month: int, day: int, hour: int, minute: int, secon
 
 
 def usable_time(ts: datetime) -> bool:
-    """Can `ts` be a log line's time: within `EARLIEST_YEAR` … `LATEST_YEAR` (aware times in UTC,
-    so year 9999 at -14:00, which has no UTC time, cannot)."""
+    """Can `ts` be a log line's time: from `EARLIEST_YEAR` to a day from now (aware times in UTC, so
+    year 9999 at -14:00, which has no UTC time, cannot). A log cannot have written what has not
+    happened yet: a later stated time is a wrong clock or a forgery (a remote sender chooses its
+    timestamp, and a time in 2099 would sort an event out of every time filter), so the line is kept,
+    undated (issue 45: no event later than now + 1 day)."""
+    latest_naive, latest_aware = _latest()
     if ts.tzinfo is None:
-        return _EARLIEST_NAIVE <= ts < _END_NAIVE
-    return _EARLIEST <= ts < _END  # an aware comparison never converts, so it cannot overflow
+        return _EARLIEST_NAIVE <= ts < _END_NAIVE and ts <= latest_naive
+    return _EARLIEST <= ts < _END and ts <= latest_aware  # an aware comparison never converts: no overflow
+
+
+_latest_cache: tuple[float, datetime, datetime] = (-math.inf, _END_NAIVE, _END)
+_LATEST_REFRESH_S = 30.0  # now + a day, computed again this often (every parsed time asks)
+
+
+def _latest() -> tuple[datetime, datetime]:
+    """The latest usable time, naive local and aware."""
+    global _latest_cache
+    if time.monotonic() - _latest_cache[0] > _LATEST_REFRESH_S:
+        now = datetime.now(timezone.utc)
+        _latest_cache = (time.monotonic(), (now.astimezone() + _FUTURE_SLACK).replace(tzinfo=None),
+                         now + _FUTURE_SLACK)
+    return _latest_cache[1], _latest_cache[2]
 
 
 def micros(fraction: str | None) -> int:
