@@ -82,3 +82,20 @@ def test_an_answer_without_an_assessment_is_left_as_it_is():
     assert fit(failed, ["brute_force"]).result is failed
     fine = LLMResult(assessment=LLMAssessment.model_validate(answer("brute_force", ["T1110"])))
     assert fit(fine, None).unsure == [] and fit(fine, None).result.assessment.findings[0].techniques == ["T1110"]
+
+
+@pytest.mark.parametrize("anomaly, reason", [(",", "empty"), ("T1110", "bare"),
+                                             ("the concrete next action (recommend)", "instructions")])
+def test_triage_texts_pass_the_record_gate_a_failed_one_keeps_the_rules_text(anomaly, reason, capsys):
+    # the 0.5B's real anomalies of issue 38: a lone comma, a bare technique id, its schema's words
+    from logwarden.app.textgate import REASONS
+    from logwarden.cli.commands.triage import _print_records
+
+    reply = answer("privilege_escalation", ["T1548.001"])
+    reply["findings"][0]["anomaly"] = anomaly
+    assessment, [record] = triaged(SUDO_SETUID, reply)
+    _print_records([record], assessment)
+    assert f"anomaly: {REASONS[reason]}" in capsys.readouterr().out  # the terminal says it, as records show does
+    rules_only, [rule_record] = triaged(SUDO_SETUID, {"findings": [], "recommendation": ""})
+    assert record.anomaly == rule_record.anomaly
+    assert record.rejected.get("anomaly") == reason

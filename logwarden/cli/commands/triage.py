@@ -10,6 +10,7 @@ import click
 
 from logwarden.app.config import get_settings
 from logwarden.app.safetext import from_os_bytes
+from logwarden.app.textgate import rejected_note
 from logwarden.cli.common import (
     StopRequest,
     db_option,
@@ -166,5 +167,7 @@ def _print_records(records, assessment) -> None:
             click.echo("  ATT&CK: " + shown(", ".join(f"{t.id} {t.name}" for t in r.techniques)))
         if r.llm_error:
             click.echo(f"  model: {shown(r.llm_error)}")
+        if r.rejected:
+            click.echo(f"  {shown(rejected_note(r.rejected))}")
     if records:
         click.echo(f"why: {shown(why)}")
