@@ -1,6 +1,6 @@
 """Records page: the alert queue. Rows lead with the anomaly, host and time, coloured by level;
 clicking a row opens the record; "Select several" turns clicks into a selection that one click
-moves to a review state (acknowledged, in progress, or closed with its reason). Filters live in the URL (a link or a reload keeps
+moves to a review state (acknowledged, in progress, or closed with its reason). Filters sit in the sidebar, under the scope, and live in the URL (a link or a reload keeps
 them; the overview's charts link here with theirs). A grouped view counts records by host or by
 address (until incidents land), and a click there filters the queue to it.
 
@@ -35,6 +35,7 @@ VIEWS = ("Queue", "By host", "By address")
 BULK_REVIEWS = {"Acknowledge": "acknowledged", "In progress": "in_progress",
                 "Close: true positive": "closed (true_positive)", "Close: benign positive": "closed (benign_positive)",
                 "Close: false positive": "closed (false_positive)", "Close: duplicate": "closed (duplicate)"}
+TABLE_ROWS, ROW_PX = 25, 35  # the queue's table shows this many rows whole (Streamlit's row height, px)
 GROUP_LIMIT = 5000  # records read for the grouped view (the newest of the filter)
 # widget key → (URL parameter, kind); kind "list" is comma-separated
 URL_STATE = {"rec_min_risk": ("risk", "one"), "rec_categories": ("category", "list"),
@@ -46,24 +47,28 @@ def render() -> None:
     st.title("Records")
     _state_from_url()
     url, f = data.db_url(), _filters()
-    view = st.segmented_control("View", VIEWS, default="Queue", required=True, key="rec_view")
+    # the view and the queue's sorting share one row, so the table starts high on the screen (issue 45:
+    # with the filters above it, 8 rows of a 50-row page were on screen at 1280x800)
+    view_column, *sorting = st.columns((3, 2, 1, 1, 1), vertical_alignment="bottom")
+    view = view_column.segmented_control("View", VIEWS, default="Queue", required=True, key="rec_view")
     _state_to_url()
     key = data.filter_key(f)
     if view == "Queue":
-        _queue(url, key)
+        _queue(url, key, sorting)
     else:
         _grouped(url, key, "hosts" if view == "By host" else "ips")
 
 
 def _filters() -> RecordFilter:
-    c1, c2, c3, c4 = st.columns((1, 2, 2, 2))
-    min_risk = c1.selectbox("Minimum risk", (ANY, *RISK_LEVELS), key="rec_min_risk")
-    categories = c2.multiselect("Category", CATEGORIES, key="rec_categories", placeholder="any")
-    statuses = c3.multiselect("Review status", STATUSES, key="rec_statuses", placeholder="any")
-    host = c4.text_input("Host contains", key="rec_host")
-    c5, c6 = st.columns((1, 2))
-    technique = c5.text_input("ATT&CK technique", key="rec_technique", placeholder="T1110 or T1110.001")
-    text = c6.text_input("Search anomaly, trace, recommendation, indicators", key="rec_text")
+    """The page's own filters, in the sidebar under the scope (the main area is the queue's)."""
+    with st.sidebar:
+        st.subheader("Record filters")
+        min_risk = st.selectbox("Minimum risk", (ANY, *RISK_LEVELS), key="rec_min_risk")
+        categories = st.multiselect("Category", CATEGORIES, key="rec_categories", placeholder="any")
+        statuses = st.multiselect("Review status", STATUSES, key="rec_statuses", placeholder="any")
+        host = st.text_input("Host contains", key="rec_host")
+        technique = st.text_input("ATT&CK technique", key="rec_technique", placeholder="T1110 or T1110.001")
+        text = st.text_input("Search anomaly, trace, recommendation, indicators", key="rec_text")
     return scoped(min_risk=None if min_risk == ANY else min_risk, categories=tuple(categories),
                   statuses=tuple(statuses), technique=technique.strip() or None, text=text.strip() or None,
                   host=host.strip() or None)
@@ -107,10 +112,11 @@ def _state_to_url() -> None:
 # -- the queue --------------------------------------------------------------------------------------
 
 
-def _queue(url: str, key: data.FilterKey) -> None:
+def _queue(url: str, key: data.FilterKey, columns) -> None:
     total = data.record_count(url, key)
-    order_by, descending, size = _sorting()
-    page = _page_picker(total, size, key)
+    sort_column, desc_column, size_column, page_column = columns
+    order_by, descending, size = _sorting(sort_column, desc_column, size_column)
+    page = _page_picker(page_column, total, size, key)
     rows = data.record_page(url, key, order_by=order_by, descending=descending, limit=size,
                             offset=(page - 1) * size)
     bulk = st.toggle("Select several to review at once", key="rec_bulk",
@@ -124,7 +130,7 @@ def _queue(url: str, key: data.FilterKey) -> None:
     # rows would be dropped, and the click with it); after opening a record the next table is new.
     generation = st.session_state.setdefault("rec_table_gen", 0)
     shown = hashlib.sha256(repr((key, order_by, descending, size, page)).encode()).hexdigest()[:12]
-    event = st.dataframe(styled(table(rows)), hide_index=True, width="stretch",
+    event = st.dataframe(styled(table(rows)), hide_index=True, width="stretch", height=_height(len(rows)),
                          key=f"records_table_{int(bulk)}_{generation}_{shown}",
                          on_select="rerun", selection_mode="multi-row" if bulk else ["single-row", "single-cell"],
                          column_config={"id": st.column_config.TextColumn("id", width="small")})
@@ -138,21 +144,25 @@ def _queue(url: str, key: data.FilterKey) -> None:
     _downloads(url, key, total)
 
 
-def _sorting() -> tuple[str, bool, int]:
-    c1, c2, c3 = st.columns((2, 1, 1))
-    sort = c1.selectbox("Sort by", list(SORTS), key="rec_sort")
-    descending = c2.toggle("Descending", value=True, key="rec_desc")
-    size = c3.selectbox("Rows per page", PAGE_SIZES, index=1, key="rec_size")
+def _height(rows: int) -> int:
+    """Pixels for the table: up to TABLE_ROWS rows without an inner scroll bar (the page scrolls past them)."""
+    return ROW_PX * (min(rows, TABLE_ROWS) + 1) + 3
+
+
+def _sorting(sort_column, desc_column, size_column) -> tuple[str, bool, int]:
+    sort = sort_column.selectbox("Sort by", list(SORTS), key="rec_sort")
+    descending = desc_column.toggle("Descending", value=True, key="rec_desc")
+    size = size_column.selectbox("Rows per page", PAGE_SIZES, index=1, key="rec_size")
     return SORTS[sort], descending, size
 
 
-def _page_picker(total: int, size: int, key: data.FilterKey) -> int:
+def _page_picker(column, total: int, size: int, key: data.FilterKey) -> int:
     pages = max(1, math.ceil(total / size))
     # A new filter starts again at page 1 (page 7 of the old result may not exist any more).
     if st.session_state.get("rec_last_key") != key or st.session_state.get("rec_page", 1) > pages:
         st.session_state["rec_page"] = 1
         st.session_state["rec_last_key"] = key
-    return int(st.number_input("Page", min_value=1, max_value=pages, step=1, key="rec_page"))
+    return int(column.number_input("Page", min_value=1, max_value=pages, step=1, key="rec_page"))
 
 
 def table(rows: list[RiskRecord]) -> pd.DataFrame:
