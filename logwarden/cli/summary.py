@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from logwarden.cli.common import LEVEL_STYLES
 from logwarden.cli.terminal import add_row, byte_size, cell
@@ -51,8 +52,8 @@ def next_commands(db_url: str) -> list[str]:
 def print_detections(console: Console, records: Sequence[RiskRecord], title: str = "") -> None:
     """Detections per level in colour with their top rules, hosts and addresses, and the time span."""
     levels = [level for level in reversed(RISK_LEVELS) if any(r.risk_level == level for r in records)]
-    if levels:
-        console.print(_tops_table(records, levels, title))
+    for table in _tops_tables(records, levels, title) if levels else []:
+        console.print(table)
     times = sorted(t for r in records for t in (r.first_ts, r.last_ts) if t)
     if times and title:
         console.print(f"first event {times[0]:%Y-%m-%d %H:%M:%S}, last event {times[-1]:%Y-%m-%d %H:%M:%S} (UTC)",
@@ -97,19 +98,22 @@ def _counts_table(m, records: Sequence[RiskRecord], model: bool) -> Table:
     return table
 
 
-def _tops_table(records: Sequence[RiskRecord], levels: list[str], title: str = "") -> Table:
-    table = Table(title=title or "top rules, hosts and addresses per level", show_header=True, header_style="bold")
-    for column in ("level", "records", "rules", "hosts", "addresses"):
-        table.add_column(column, overflow="fold")
+def _tops_tables(records: Sequence[RiskRecord], levels: list[str], title: str = "") -> list[Table]:
+    """Two tables, one name a line: rules, then hosts and addresses. In one five-column table an 80-column
+    terminal cut rule ids and host names mid-word (`lw-ssh-bruteforc` / `e (4)`, issue 45)."""
+    rules = Table(title=title or "top rules per level", show_header=True, header_style="bold")
+    places = Table(title="top hosts and addresses per level", show_header=True, header_style="bold")
+    for table, columns in ((rules, ("level", "records", "rules")), (places, ("level", "hosts", "addresses"))):
+        for column in columns:
+            table.add_column(column, overflow="fold")
     for level in levels:
         mine = [r for r in records if r.risk_level == level]
-        rules = Counter(rule for r in mine for rule in r.detections) or Counter(
+        fired = Counter(rule for r in mine for rule in r.detections) or Counter(
             r.category for r in mine if r.decided_by == "llm")
-        add_row(table, cell(level, LEVEL_STYLES[level]), cell(f"{len(mine):,}", LEVEL_STYLES[level]),
-                _top(rules),
-                _top(Counter(h for r in mine for h in r.hosts)),
+        add_row(rules, cell(level, LEVEL_STYLES[level]), cell(f"{len(mine):,}", LEVEL_STYLES[level]), _top(fired))
+        add_row(places, cell(level, LEVEL_STYLES[level]), _top(Counter(h for r in mine for h in r.hosts)),
                 _top(Counter(ip for r in mine for ip in r.indicators.ips)))
-    return table
+    return [rules, places]
 
 
 def _closing_lines(m, records: Sequence[RiskRecord]) -> list[str]:
@@ -134,8 +138,9 @@ def rejected_text(reasons: dict[str, int]) -> str:
     return f"{total:,}" + (f" ({by_reason})" if by_reason else "")
 
 
-def _top(counts: Counter) -> str:
-    return ", ".join(f"{value} ({n})" for value, n in counts.most_common(TOP)) or "-"
+def _top(counts: Counter) -> Text:
+    """The TOP most counted, one a line (each value shown: a host name from a log cannot act)."""
+    return Text("\n").join(cell(f"{value} ({n})") for value, n in counts.most_common(TOP)) or cell("-")
 
 
 def _share(part: int, whole: int) -> str:

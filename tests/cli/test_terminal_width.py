@@ -89,6 +89,12 @@ def test_the_run_summary_tables_fit_and_keep_the_levels(analysed):
     summary = text[text.index("logwarden analyze"):text.index("first event")]
     assert all(cell_len(line) <= WIDTH for line in summary.splitlines()), summary
     assert "records critical" in summary and "┃ level" in summary and "│ critical │" in summary
+    # each top rule, host and address whole on its line, with its count (one five-column table cut
+    # `lw-ssh-bruteforc` / `e (4)`)
+    tops = text[text.index("top rules per level"):text.index("first event")]
+    cells = [c.strip() for line in tops.splitlines() if line.startswith("│") for c in line.strip("│").split("│")[1:]]
+    named = [c for c in cells if c and not c.isdigit()]
+    assert named and all(re.fullmatch(r"\S+ \(\d+\)|-", c) for c in named), tops
 
 
 def _listed(db: str) -> list[dict]:
