@@ -58,7 +58,7 @@ class RunOptions:
     # Incidents (app/incidents): grouping after the records are stored (analyze: once, after the review;
     # incremental: after each commit), and the model's stories (analyze, within the LLM budget).
     incidents: IncidentOptions | None = field(default_factory=IncidentOptions)
-    # reviewed examples in the review's, triage's and the stories' prompts (app/examples.py)
+    # reviewed examples in the review's and triage's prompts (app/examples.py); stories get none (story.py)
     retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
 
     @classmethod
