@@ -4,14 +4,12 @@ writes a note and clicks Reject, and the store holds that judgement, tied to the
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 from _store_helpers import make_record
 from _ui_helpers import fill_store
 from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
-    CHROMIUM,
     WAIT_MS,
     browser,
     choose,
@@ -28,8 +26,6 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
     folder = tmp_path_factory.mktemp("feedback_browser")
     url, store = fill_store(folder)
     store.upsert_records([make_record(source="/var/log/model.log")])

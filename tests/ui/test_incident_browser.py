@@ -10,7 +10,6 @@ LOGWARDEN_UPDATE_SCREENSHOTS=1 also refreshes docs/screenshots/incident.png.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -18,7 +17,6 @@ import pytest
 from _fake_engine import FakeEngine
 from _ui_helpers import fill_store
 from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
-    CHROMIUM,
     browser,
     keep_shot,
     outside_requests,
@@ -51,8 +49,6 @@ def storyteller(incident) -> FakeEngine:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
     folder = tmp_path_factory.mktemp("incident_browser")
     url, store = fill_store(folder, with_samples=True)
     incident = max(store.incidents.query(limit=1000), key=lambda i: (len(i.hosts), len(i.record_ids), i.id))

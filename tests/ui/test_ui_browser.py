@@ -94,8 +94,6 @@ def sign_in(page, base: str, log: Path) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
     folder = tmp_path_factory.mktemp("ui_browser")
     url, store = fill_store(folder, with_samples=True)
     try:
@@ -107,7 +105,11 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
+    """Debian's Chromium under Playwright, for every browser test (their `page` fixtures ask for it)."""
     from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)

@@ -6,13 +6,10 @@ record's page says which model made it (item 3)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _store_helpers import BASE_TS, make_record
 from _ui_helpers import fill_store
 from test_ui_browser import (  # noqa: F401 - the browser fixtures of the UI tests
-    CHROMIUM,
     browser,
     outside_requests,
     page,
@@ -32,8 +29,6 @@ SIGMA_ID, SIGMA_TITLE = "953d460b-f810-420a-97a2-cfca4c98e602", "Source Code Enu
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install chromium (the CI set-up does this)")
     folder = tmp_path_factory.mktemp("ui_snags")
     url, store = fill_store(folder)
     burst = [make_record(source="/var/log/secure", line_start=n, line_end=n, first_ts=BASE_TS, last_ts=BASE_TS,
